@@ -1,0 +1,26 @@
+// Cost of each kind of instruction, in simulated nanoseconds, from the hardware profile.
+// Pure functions: no state, no clock. The formulas (docs/architecture.md, "Cost model"):
+//   matmul      (max(N, pe_min_cycles) * f + access_overhead) / pe_freq, f = pe_fp32_cycle_factor
+//               for fp32 operands, else 1; an fp8 double-row matmul covers K = 256 in that time
+//   compute op  (access_overhead + ceil(F / (elems_per_cycle / partitions))) / engine_freq,
+//               F = free elements per partition (the partitions run in parallel)
+//   DMA         dma_fixed + bytes / dma_queue_bandwidth (HBM share contention is charged apart)
+//   link        core_link_latency + bytes / core_link_bandwidth
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/dtype.h"
+#include "runtime/hardware_profile.h"
+#include "runtime/timeline.h"
+
+namespace nkisim {
+
+double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dtype);
+// Vector, Scalar or GpSimd; narrow = every operand is 16-bit or narrower (Vector runs faster).
+double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_elements, bool narrow);
+double DmaQueueNs(const HardwareProfile& p, int64_t bytes);
+double HbmTransferNs(const HardwareProfile& p, int64_t bytes);
+double LinkNs(const HardwareProfile& p, int64_t bytes);
+
+}  // namespace nkisim

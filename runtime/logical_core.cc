@@ -1,0 +1,180 @@
+#include "runtime/logical_core.h"
+
+// Boost 1.74's Asio misses this include under C++20 (std::exchange); see docs/toolchain notes.
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <future>
+
+#include "runtime/cost_model.h"
+#include "runtime/error.h"
+
+namespace nkisim {
+
+LogicalCore::LogicalCore(int lnc, const HardwareProfile& profile, int id) : id_(id) {
+  if (lnc != 1 && lnc != 2) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("logical core ", id, ": lnc is ", lnc, "; it must be 1 or 2"));
+  }
+  for (int i = 0; i < lnc; ++i) cores_.push_back(std::make_unique<NeuronCore>(i, profile, this));
+  pool_ = std::make_unique<boost::asio::thread_pool>(static_cast<size_t>(lnc));
+}
+
+LogicalCore::~LogicalCore() { pool_->join(); }
+
+double LogicalCore::now() const {
+  double t = 0;
+  for (const auto& c : cores_) t = std::max(t, c->timeline().now());
+  return t;
+}
+
+void LogicalCore::Launch(const std::function<void(const KernelContext&)>& kernel) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = false;
+    abort_reason_.clear();
+    inbox_[0].clear();
+    inbox_[1].clear();
+    barrier_arrived_ = 0;
+  }
+  std::vector<std::promise<void>> done(cores_.size());
+  std::vector<std::future<void>> results;
+  for (auto& d : done) results.push_back(d.get_future());
+  for (int i = 0; i < lnc(); ++i) {
+    boost::asio::post(*pool_, [this, i, &kernel, &done] {
+      NeuronCore& core = *cores_[i];
+      ScopedCurrentCore scope(core);
+      try {
+        kernel(KernelContext{i, lnc(), core, *this});
+        done[i].set_value();
+      } catch (const std::exception& e) {
+        Abort(StrCat("program ", i, " failed: ", e.what()));
+        done[i].set_exception(std::current_exception());
+      }
+    });
+  }
+  std::exception_ptr root, consequence;  // a program's own error beats the one it caused
+  for (auto& r : results) {
+    try {
+      r.get();
+    } catch (const Error& e) {
+      std::exception_ptr& slot = e.code() == ErrorCode::kCommError ? consequence : root;
+      if (!slot) slot = std::current_exception();
+    } catch (...) {
+      if (!root) root = std::current_exception();
+    }
+  }
+  if (root) std::rethrow_exception(root);
+  if (consequence) std::rethrow_exception(consequence);
+}
+
+void LogicalCore::Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!aborted_) abort_reason_ = reason;
+  aborted_ = true;
+  changed_.notify_all();
+}
+
+template <typename Pred>
+void LogicalCore::WaitFor(std::unique_lock<std::mutex>& lock, NeuronCore& self, const char* what,
+                          Pred pred) {
+  const bool ok = changed_.wait_for(lock, wait_timeout_, [&] { return aborted_ || pred(); });
+  if (aborted_) {
+    Raise(ErrorCode::kCommError, StrCat(what, " on core ", self.id(), " of logical core ", id_,
+                                        " abandoned: ", abort_reason_));
+  }
+  if (!ok) {
+    Raise(ErrorCode::kTimeout,
+          StrCat(what, " on core ", self.id(), " of logical core ", id_, ": the peer core did not ",
+                 "arrive within ", wait_timeout_.count(), " ms"));
+  }
+}
+
+void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv) {
+  if (lnc() != 2) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("sendrecv on logical core ", id_, ": needs LNC = 2, this logical core has ",
+                 lnc(), " physical core"));
+  }
+  if (send.core() != &self || recv.core() != &self) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("sendrecv on core ", self.id(), ": tiles ", send.Describe(), " and ",
+                 recv.Describe(), " must both live on the issuing core"));
+  }
+  const int me = self.id(), peer = 1 - me;
+  Timeline& clock = self.timeline();
+  Message out{{}, send.dtype(), send.shape(),
+              std::max({send.buffer().ready_at, recv.buffer().readers_done_at,
+                        recv.buffer().ready_at, clock.free_at(Engine::kLink)})};
+  const size_t width = SizeOf(send.dtype());
+  out.data.resize(static_cast<size_t>(send.numel()) * width);
+  std::byte* cursor = out.data.data();
+  for (int64_t p = 0; p < send.partitions(); ++p) {
+    const std::byte* row = send.element_ptr(p, 0);
+    send.ForEachFreeOffset([&](int64_t off) {
+      std::memcpy(cursor, row + off * width, width);
+      cursor += width;
+    });
+  }
+  const double my_ready = out.ready_ns;
+  Message in;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    inbox_[peer].push_back(std::move(out));
+    changed_.notify_all();
+    WaitFor(lock, self, "sendrecv", [&] { return !inbox_[me].empty(); });
+    in = std::move(inbox_[me].front());
+    inbox_[me].pop_front();
+  }
+  if (in.dtype != recv.dtype() || in.shape != recv.shape()) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("sendrecv on core ", me, ": receive tile ", recv.Describe(), " does not match ",
+                 "the peer's send of ", ShapeString(in.shape), " ", DTypeName(in.dtype)));
+  }
+  cursor = in.data.data();
+  for (int64_t p = 0; p < recv.partitions(); ++p) {
+    std::byte* row = recv.element_ptr(p, 0);
+    recv.ForEachFreeOffset([&](int64_t off) {
+      std::memcpy(row + off * width, cursor, width);
+      cursor += width;
+    });
+  }
+  const int64_t bytes = static_cast<int64_t>(in.data.size());
+  const double start = std::max(my_ready, in.ready_ns);
+  const double end = start + LinkNs(self.profile(), bytes);
+  clock.Occupy(Engine::kLink, start, end);
+  clock.Record("sendrecv", Engine::kLink, start, end, bytes, 0,
+               StrCat(ShapeString(recv.shape()), DTypeName(recv.dtype()), " core ", me, "<->", peer));
+  send.buffer().readers_done_at = std::max(send.buffer().readers_done_at, end);
+  recv.buffer().ready_at = std::max(recv.buffer().ready_at, end);
+}
+
+void LogicalCore::Barrier(NeuronCore& self) {
+  Timeline& clock = self.timeline();
+  const double arrive = clock.now();
+  double release;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t generation = barrier_generation_;
+    barrier_latest_ = std::max(barrier_latest_, arrive);
+    if (++barrier_arrived_ == lnc()) {
+      barrier_release_ = barrier_latest_ + (lnc() > 1 ? self.profile().core_link_latency_ns() : 0.0);
+      barrier_arrived_ = 0;
+      barrier_latest_ = 0.0;
+      ++barrier_generation_;
+      changed_.notify_all();
+    } else {
+      WaitFor(lock, self, "core_barrier", [&] { return barrier_generation_ != generation; });
+    }
+    release = barrier_release_;
+  }
+  clock.Record("core_barrier", Engine::kLink, arrive, release, 0, 0, "");
+  clock.AdvanceAllTo(release);
+}
+
+}  // namespace nkisim

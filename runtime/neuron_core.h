@@ -1,0 +1,71 @@
+// One physical NeuronCore: its engines' clock (Timeline), its SBUF and PSUM allocators, its DMA
+// queues and its port onto HBM. ISA instructions run on the thread's current core, set by
+// LogicalCore::Launch (or by ScopedCurrentCore in host code and tests).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/allocator.h"
+#include "runtime/hardware_profile.h"
+#include "runtime/tile.h"
+#include "runtime/timeline.h"
+
+namespace nkisim {
+
+class LogicalCore;
+
+class NeuronCore {
+ public:
+  NeuronCore(int id, const HardwareProfile& profile, LogicalCore* owner = nullptr);
+
+  int id() const { return id_; }
+  const HardwareProfile& profile() const { return profile_; }
+  Timeline& timeline() { return timeline_; }
+  const Timeline& timeline() const { return timeline_; }
+  LogicalCore* logical_core() const { return owner_; }
+
+  // shape = {partitions, free...}: 1 <= partitions <= profile partitions, 1..4 free dims.
+  // Throws Error(kInvalidArgument) for a bad shape, Error(kOutOfResources) when it does not fit.
+  Tile AllocateSbuf(const std::string& name, const Shape& shape, DType dtype);
+  Tile AllocatePsum(const std::string& name, const Shape& shape, DType dtype = DType::kFloat32);
+  const OnChipAllocator& sbuf() const { return *sbuf_; }
+  const OnChipAllocator& psum() const { return *psum_; }
+
+  // The DMA queue that becomes free first (lowest index on ties): deterministic spreading.
+  Engine EarliestDmaQueue() const;
+  // Charges bytes to this core's HBM port no earlier than earliest_ns; returns when they are
+  // through. The port serialises transfers at hbm_gbps_per_core.
+  double ReserveHbm(double earliest_ns, int64_t bytes);
+
+  CoreSummary Summary() const { return timeline_.Summarize(id_, profile_); }
+
+ private:
+  Tile Allocate(const std::shared_ptr<OnChipAllocator>& allocator, const std::string& name,
+                const Shape& shape, DType dtype);
+
+  int id_;
+  HardwareProfile profile_;
+  LogicalCore* owner_;
+  Timeline timeline_;
+  std::shared_ptr<OnChipAllocator> sbuf_;
+  std::shared_ptr<OnChipAllocator> psum_;
+  double hbm_free_at_ = 0.0;
+};
+
+// The core the calling thread issues instructions on. Throws Error(kInternal) when none is set.
+NeuronCore& CurrentCore();
+bool HasCurrentCore();
+
+class ScopedCurrentCore {
+ public:
+  explicit ScopedCurrentCore(NeuronCore& core);
+  ~ScopedCurrentCore();
+  ScopedCurrentCore(const ScopedCurrentCore&) = delete;
+  ScopedCurrentCore& operator=(const ScopedCurrentCore&) = delete;
+
+ private:
+  NeuronCore* previous_;
+};
+
+}  // namespace nkisim

@@ -1,0 +1,194 @@
+#include "runtime/nisa/dma.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cost_model.h"
+#include "runtime/error.h"
+#include "runtime/nisa/issue.h"
+
+namespace nkisim::nisa {
+namespace {
+
+constexpr const char* kInst = "dma_copy";
+
+// One side of a transfer, flattened to a strided box over raw bytes.
+struct Endpoint {
+  const char* role;
+  std::string what;  // description for errors
+  std::byte* base;
+  DType dtype;
+  Shape shape;
+  Shape strides;
+  int64_t offset;
+  bool hbm;
+};
+
+Endpoint FromTile(const char* role, const Tile& t) {
+  Shape shape = t.shape(), strides{t.buffer().row_elements()};
+  strides.insert(strides.end(), t.free_strides().begin(), t.free_strides().end());
+  const int64_t offset = t.partition_start() * t.buffer().row_elements() + t.free_offset();
+  return {role, t.Describe(), t.buffer().data(), t.dtype(), shape, strides, offset, false};
+}
+
+Endpoint FromTensor(const char* role, const TensorView& v) {
+  return {role, StrCat("'", v.name(), "' ", ShapeString(v.shape()), " ", DTypeName(v.dtype()), " HBM"),
+          v.buffer().data(), v.dtype(), v.shape(), v.strides(), v.offset(), true};
+}
+
+// Applies a run-time offset read from its index tensor; checks the window stays in bounds.
+void ApplyDynamicOffset(Issue& issue, Endpoint& e, const DynamicOffset& d) {
+  issue.Reads("index", d.index);
+  if (d.index.numel() != 1 || IsFloat(d.index.dtype())) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": dynamic offset index tensor '", d.index.name(), "' ",
+                 ShapeString(d.index.shape()), " ", DTypeName(d.index.dtype()),
+                 " must hold exactly one integer element"));
+  }
+  if (d.dim < 0 || d.dim >= static_cast<int>(e.shape.size())) {
+    Raise(ErrorCode::kInvalidArgument, StrCat(kInst, ": dynamic offset dim ", d.dim, " outside the ",
+                                              e.role, " view ", e.what));
+  }
+  int64_t value = 0;
+  d.index.ForEachOffset([&](int64_t off) {
+    value = static_cast<int64_t>(ToFloat(d.index.dtype(),
+                                         d.index.buffer().data() + off * SizeOf(d.index.dtype())));
+  });
+  const int64_t start = value * d.scale;
+  if (start < 0 || start + e.shape[d.dim] > d.extent) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": dynamic offset read from '", d.index.name(), "' is ", value, " (x", d.scale,
+                 " = ", start, "); the ", e.role, " window of ", e.shape[d.dim], " along dim ", d.dim,
+                 " must stay inside [0, ", d.extent, ")"));
+  }
+  e.offset += start * e.strides[d.dim];
+}
+
+void DropUnitDims(Shape& shape, Shape& strides) {
+  Shape s, st;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      s.push_back(shape[i]);
+      st.push_back(strides[i]);
+    }
+  }
+  shape = s;
+  strides = st;
+}
+
+// Visits a box of `shape` in row-major order with two stride sets at once: fn(offset_a, offset_b).
+template <typename Fn>
+void ForEachOffsetPair(const Shape& shape, const Shape& strides_a, int64_t a, const Shape& strides_b,
+                       int64_t b, Fn&& fn) {
+  const int rank = static_cast<int>(shape.size());
+  if (NumElements(shape) == 0) return;
+  int64_t index[kMaxRank + 1] = {};
+  while (true) {
+    const int64_t inner = rank ? shape[rank - 1] : 1;
+    const int64_t sa = rank ? strides_a[rank - 1] : 0, sb = rank ? strides_b[rank - 1] : 0;
+    for (int64_t i = 0; i < inner; ++i) fn(a + i * sa, b + i * sb);
+    int d = rank - 2;
+    for (; d >= 0; --d) {
+      a += strides_a[d];
+      b += strides_b[d];
+      if (++index[d] < shape[d]) break;
+      a -= strides_a[d] * shape[d];
+      b -= strides_b[d] * shape[d];
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+void Copy(Issue& issue, Endpoint dst, Endpoint src) {
+  Shape ds = dst.shape, dstr = dst.strides, ss = src.shape, sstr = src.strides;
+  DropUnitDims(ds, dstr);
+  DropUnitDims(ss, sstr);
+  if (ds != ss) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": dst ", dst.what, " and src ", src.what,
+                 " must have the same shape once size-1 dims are dropped"));
+  }
+  const size_t dw = SizeOf(dst.dtype), sw = SizeOf(src.dtype);
+  const bool same_dtype = dst.dtype == src.dtype;
+  ForEachOffsetPair(ds, dstr, dst.offset, sstr, src.offset, [&](int64_t d, int64_t s) {
+    if (same_dtype) {
+      std::memcpy(dst.base + d * dw, src.base + s * sw, sw);
+    } else {
+      FromFloat(dst.dtype, ToFloat(src.dtype, src.base + s * sw), dst.base + d * dw);
+    }
+  });
+
+  NeuronCore& core = issue.core();
+  const HardwareProfile& prof = core.profile();
+  const int64_t bytes = NumElements(ds) * static_cast<int64_t>(std::max(dw, sw));
+  const double start = issue.Start();
+  double end = start + DmaQueueNs(prof, bytes);
+  if (dst.hbm || src.hbm) end = std::max(end, core.ReserveHbm(start + prof.dma_fixed_ns(), bytes));
+  issue.Finish(start, end, bytes, 0);
+}
+
+Engine PickQueue(const DmaOptions& options) {
+  NeuronCore& core = CurrentCore();
+  const int queues = static_cast<int>(core.profile().dma_queues());
+  if (options.queue < 0) return core.EarliestDmaQueue();
+  if (options.queue >= queues) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": queue ", options.queue, " outside [0, ", queues, ")"));
+  }
+  return DmaQueue(options.queue);
+}
+
+void CheckNoOffset(const std::optional<DynamicOffset>& offset, const char* side) {
+  if (offset) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": a dynamic offset on the ", side, " needs an HBM ", side));
+  }
+}
+
+void CheckWritableTile(const Tile& dst) {
+  if (dst.memory() != MemorySpace::kSbuf) {
+    Illegal(kInst, "dst", dst, "DMA writes on-chip memory only in SBUF (PSUM is written by engines)");
+  }
+}
+
+}  // namespace
+
+void dma_copy(const Tile& dst, const TensorView& src, const DmaOptions& options) {
+  Issue issue(kInst, PickQueue(options));
+  issue.Reads("src", src).Writes("dst", dst);
+  CheckWritableTile(dst);
+  CheckNoOffset(options.dst_offset, "dst");
+  Endpoint s = FromTensor("src", src);
+  if (options.src_offset) ApplyDynamicOffset(issue, s, *options.src_offset);
+  Copy(issue, FromTile("dst", dst), s);
+}
+
+void dma_copy(const TensorView& dst, const Tile& src, const DmaOptions& options) {
+  Issue issue(kInst, PickQueue(options));
+  issue.Reads("src", src).Writes("dst", dst);
+  CheckNoOffset(options.src_offset, "src");
+  Endpoint d = FromTensor("dst", dst);
+  if (options.dst_offset) ApplyDynamicOffset(issue, d, *options.dst_offset);
+  Copy(issue, d, FromTile("src", src));
+}
+
+void dma_copy(const Tile& dst, const Tile& src, const DmaOptions& options) {
+  Issue issue(kInst, PickQueue(options));
+  issue.Reads("src", src).Writes("dst", dst);
+  CheckWritableTile(dst);
+  CheckNoOffset(options.src_offset, "src");
+  CheckNoOffset(options.dst_offset, "dst");
+  Copy(issue, FromTile("dst", dst), FromTile("src", src));
+}
+
+void dma_copy(const TensorView& dst, const TensorView& src, const DmaOptions& options) {
+  Issue issue(kInst, PickQueue(options));
+  issue.Reads("src", src).Writes("dst", dst);
+  Endpoint s = FromTensor("src", src), d = FromTensor("dst", dst);
+  if (options.src_offset) ApplyDynamicOffset(issue, s, *options.src_offset);
+  if (options.dst_offset) ApplyDynamicOffset(issue, d, *options.dst_offset);
+  Copy(issue, d, s);
+}
+
+}  // namespace nkisim::nisa

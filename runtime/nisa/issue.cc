@@ -1,0 +1,109 @@
+#include "runtime/nisa/issue.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace nkisim::nisa {
+
+Issue::Issue(const char* name, Engine engine)
+    : name_(name), engine_(engine), core_(&CurrentCore()) {
+  shapes_.reserve(104);
+}
+
+void Issue::CheckCore(const char* operand, const Tile& tile) const {
+  if (!tile.valid()) {
+    Raise(ErrorCode::kInvalidArgument, StrCat(name_, ": operand '", operand, "' is a null tile"));
+  }
+  if (tile.core() != core_) {
+    Illegal(name_, operand, tile,
+            StrCat("lives on core ", tile.core()->id(), " but the instruction is issued on core ",
+                   core_->id()));
+  }
+}
+
+void Issue::AddShape(const char* operand, const Shape& shape, DType dtype) {
+  if (!shapes_.empty()) shapes_ += ' ';
+  shapes_ += operand;
+  for (size_t i = 0; i < shape.size(); ++i) shapes_ += StrCat(i ? "," : "[", shape[i]);
+  shapes_ += ']';
+  shapes_ += DTypeName(dtype);
+}
+
+Issue& Issue::Reads(const char* operand, const Tile& tile) {
+  CheckCore(operand, tile);
+  if (n_tile_reads_ < static_cast<int>(tile_reads_.size())) tile_reads_[n_tile_reads_++] = &tile.buffer();
+  AddShape(operand, tile.shape(), tile.dtype());
+  return *this;
+}
+
+Issue& Issue::Writes(const char* operand, const Tile& tile) {
+  CheckCore(operand, tile);
+  if (n_tile_writes_ < static_cast<int>(tile_writes_.size())) tile_writes_[n_tile_writes_++] = &tile.buffer();
+  AddShape(operand, tile.shape(), tile.dtype());
+  return *this;
+}
+
+Issue& Issue::Reads(const char* operand, const TensorView& tensor) {
+  if (n_hbm_reads_ < static_cast<int>(hbm_reads_.size())) hbm_reads_[n_hbm_reads_++] = &tensor.buffer();
+  AddShape(operand, tensor.shape(), tensor.dtype());
+  return *this;
+}
+
+Issue& Issue::Writes(const char* operand, const TensorView& tensor) {
+  if (n_hbm_writes_ < static_cast<int>(hbm_writes_.size())) hbm_writes_[n_hbm_writes_++] = &tensor.buffer();
+  AddShape(operand, tensor.shape(), tensor.dtype());
+  return *this;
+}
+
+double Issue::Start() const {
+  double start = core_->timeline().free_at(engine_);
+  for (int i = 0; i < n_tile_reads_; ++i) start = std::max(start, tile_reads_[i]->ready_at);
+  for (int i = 0; i < n_tile_writes_; ++i) start = std::max(start, tile_writes_[i]->readers_done_at);
+  for (int i = 0; i < n_hbm_reads_; ++i) start = std::max(start, hbm_reads_[i]->ready_at());
+  return start;
+}
+
+void Issue::Finish(double start_ns, double end_ns, int64_t bytes, int64_t flops) {
+  Timeline& clock = core_->timeline();
+  clock.Occupy(engine_, start_ns, end_ns);
+  clock.Record(name_, engine_, start_ns, end_ns, bytes, flops, shapes_);
+  for (int i = 0; i < n_tile_reads_; ++i) {
+    tile_reads_[i]->readers_done_at = std::max(tile_reads_[i]->readers_done_at, end_ns);
+  }
+  for (int i = 0; i < n_tile_writes_; ++i) {
+    tile_writes_[i]->ready_at = std::max(tile_writes_[i]->ready_at, end_ns);
+  }
+  for (int i = 0; i < n_hbm_writes_; ++i) hbm_writes_[i]->MarkWritten(end_ns);
+}
+
+double Issue::Commit(double duration_ns, int64_t bytes, int64_t flops) {
+  const double start = Start();
+  Finish(start, start + duration_ns, bytes, flops);
+  return start + duration_ns;
+}
+
+float* ScratchRow(int slot, int64_t n) {
+  thread_local std::vector<float> rows[6];
+  std::vector<float>& row = rows[slot];
+  if (static_cast<int64_t>(row.size()) < n) row.resize(static_cast<size_t>(n));
+  return row.data();
+}
+
+void Illegal(const char* instruction, const char* operand, const Tile& tile,
+             const std::string& rule) {
+  Raise(ErrorCode::kInvalidArgument,
+        StrCat(instruction, ": operand '", operand, "' ", tile.Describe(), ": ", rule));
+}
+
+void CheckSamePartitions(const char* instruction, const char* a_name, const Tile& a,
+                         const char* b_name, const Tile& b) {
+  if (a.partitions() != b.partitions()) {
+    Illegal(instruction, b_name, b,
+            StrCat("has ", b.partitions(), " partitions but operand '", a_name, "' has ",
+                   a.partitions(), "; they must match"));
+  }
+}
+
+}  // namespace nkisim::nisa

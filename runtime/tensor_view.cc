@@ -1,0 +1,231 @@
+#include "runtime/tensor_view.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+
+std::string ShapeString(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += StrCat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+int64_t NumElements(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+Shape ContiguousStrides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t running = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    strides[d] = running;
+    running *= shape[d];
+  }
+  return strides;
+}
+
+std::string AccessPattern::ToString() const {
+  std::string s = StrCat("offset=", offset, " [");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    s += StrCat(i ? ", " : "", "[", dims[i].first, ", ", dims[i].second, "]");
+  }
+  return s + "]";
+}
+
+HbmBuffer::HbmBuffer(size_t bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
+
+void HbmBuffer::MarkWritten(double end_ns) {
+  double seen = ready_at_.load(std::memory_order_relaxed);
+  while (seen < end_ns && !ready_at_.compare_exchange_weak(seen, end_ns)) {
+  }
+}
+
+TensorView::TensorView(std::shared_ptr<HbmBuffer> buffer, DType dtype, Shape shape,
+                       Shape strides, int64_t offset)
+    : buffer_(std::move(buffer)), dtype_(dtype), shape_(std::move(shape)),
+      strides_(std::move(strides)), offset_(offset) {}
+
+TensorView TensorView::Create(const Shape& shape, DType dtype, const std::string& name) {
+  if (shape.size() > static_cast<size_t>(kMaxRank)) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("tensor '", name, "': rank ", shape.size(),
+                                              " of shape ", ShapeString(shape), " exceeds ", kMaxRank));
+  }
+  for (int64_t d : shape) {
+    if (d < 0) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("tensor '", name, "': shape ", ShapeString(shape), " has a negative dim"));
+    }
+  }
+  size_t bytes = static_cast<size_t>(NumElements(shape)) * SizeOf(dtype);
+  return TensorView(std::make_shared<HbmBuffer>(bytes, name), dtype, shape,
+                    ContiguousStrides(shape), 0);
+}
+
+const std::string& TensorView::name() const {
+  static const std::string kNone = "<null>";
+  return buffer_ ? buffer_->name() : kNone;
+}
+
+int64_t TensorView::dim(int d) const {
+  CheckDim(d, "dim");
+  return shape_[d];
+}
+
+void TensorView::CheckDim(int dim, const char* op) const {
+  if (dim < 0 || dim >= rank()) {
+    Raise(ErrorCode::kInvalidArgument, StrCat(op, " on tensor '", name(), "' ",
+                                              ShapeString(shape_), ": dim ", dim,
+                                              " outside [0, ", rank(), ")"));
+  }
+}
+
+TensorView TensorView::select(int dim, int64_t index) const {
+  CheckDim(dim, "select");
+  if (index < 0 || index >= shape_[dim]) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("select on tensor '", name(), "' ", ShapeString(shape_), ": index ", index,
+                 " of dim ", dim, " outside [0, ", shape_[dim], ")"));
+  }
+  Shape shape = shape_, strides = strides_;
+  int64_t offset = offset_ + index * strides_[dim];
+  shape.erase(shape.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return TensorView(buffer_, dtype_, shape, strides, offset);
+}
+
+TensorView TensorView::slice(int dim, int64_t start, int64_t end, int64_t step) const {
+  CheckDim(dim, "slice");
+  if (step <= 0 || start < 0 || end > shape_[dim] || start > end) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("slice on tensor '", name(), "' ", ShapeString(shape_), ": [", start, ":", end,
+                 ":", step, "] of dim ", dim, " must satisfy 0 <= start <= end <= ", shape_[dim],
+                 " and step > 0"));
+  }
+  Shape shape = shape_, strides = strides_;
+  shape[dim] = (end - start + step - 1) / step;
+  strides[dim] = strides_[dim] * step;
+  return TensorView(buffer_, dtype_, shape, strides, offset_ + start * strides_[dim]);
+}
+
+bool TensorView::is_contiguous() const {
+  int64_t expected = 1;
+  for (int d = rank() - 1; d >= 0; --d) {
+    if (shape_[d] != 1 && strides_[d] != expected) return false;
+    expected *= shape_[d];
+  }
+  return true;
+}
+
+TensorView TensorView::reshape(const Shape& new_shape) const {
+  if (NumElements(new_shape) != numel() || new_shape.size() > static_cast<size_t>(kMaxRank)) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("reshape of tensor '", name(), "' ", ShapeString(shape_), " to ",
+                 ShapeString(new_shape), ": element counts must match and rank <= ", kMaxRank));
+  }
+  if (!is_contiguous()) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("reshape of tensor '", name(), "' ", ShapeString(shape_),
+                 ": the view is not contiguous (strides ", ShapeString(strides_),
+                 "); reshape needs a contiguous view"));
+  }
+  return TensorView(buffer_, dtype_, new_shape, ContiguousStrides(new_shape), offset_);
+}
+
+TensorView TensorView::permute(const std::vector<int>& order) const {
+  std::vector<int> sorted(order);
+  std::sort(sorted.begin(), sorted.end());
+  bool is_permutation = static_cast<int>(order.size()) == rank();
+  for (int i = 0; is_permutation && i < rank(); ++i) is_permutation = sorted[i] == i;
+  if (!is_permutation) {
+    std::string got;
+    for (int o : order) got += StrCat(got.empty() ? "" : ", ", o);
+    Raise(ErrorCode::kInvalidArgument, StrCat("permute of tensor '", name(), "' ",
+                                              ShapeString(shape_), ": order [", got,
+                                              "] is not a permutation of 0..", rank() - 1));
+  }
+  Shape shape(order.size()), strides(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    shape[i] = shape_[order[i]];
+    strides[i] = strides_[order[i]];
+  }
+  return TensorView(buffer_, dtype_, shape, strides, offset_);
+}
+
+AccessPattern TensorView::access_pattern() const {
+  AccessPattern pattern;
+  pattern.offset = offset_;
+  for (int d = 0; d < rank(); ++d) pattern.dims.emplace_back(strides_[d], shape_[d]);
+  return pattern;
+}
+
+TensorView TensorView::ap(const AccessPattern& pattern) const {
+  Shape shape, strides;
+  int64_t lowest = pattern.offset, highest = pattern.offset;
+  for (const auto& [stride, count] : pattern.dims) {
+    if (count <= 0) {
+      Raise(ErrorCode::kInvalidArgument, StrCat("access pattern ", pattern.ToString(),
+                                                " on tensor '", name(), "': count must be > 0"));
+    }
+    shape.push_back(count);
+    strides.push_back(stride);
+    (stride < 0 ? lowest : highest) += stride * (count - 1);
+  }
+  const int64_t capacity = static_cast<int64_t>(buffer_->size_bytes() / SizeOf(dtype_));
+  if (shape.size() > static_cast<size_t>(kMaxRank) || lowest < 0 || highest >= capacity) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("access pattern ", pattern.ToString(), " on tensor '", name(), "' touches [",
+                 lowest, ", ", highest, "]; must stay inside [0, ", capacity,
+                 ") with at most ", kMaxRank, " dims"));
+  }
+  return TensorView(buffer_, dtype_, shape, strides, pattern.offset);
+}
+
+std::byte* TensorView::element_ptr(const std::vector<int64_t>& index) const {
+  if (static_cast<int>(index.size()) != rank()) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("index of rank ", index.size(), " into tensor '",
+                                              name(), "' of rank ", rank()));
+  }
+  int64_t offset = offset_;
+  for (int d = 0; d < rank(); ++d) {
+    if (index[d] < 0 || index[d] >= shape_[d]) {
+      Raise(ErrorCode::kInvalidArgument, StrCat("index ", index[d], " of dim ", d, " of tensor '",
+                                                name(), "' outside [0, ", shape_[d], ")"));
+    }
+    offset += index[d] * strides_[d];
+  }
+  return buffer_->data() + offset * static_cast<int64_t>(SizeOf(dtype_));
+}
+
+float TensorView::get(const std::vector<int64_t>& index) const {
+  return ToFloat(dtype_, element_ptr(index));
+}
+
+void TensorView::set(const std::vector<int64_t>& index, float value) const {
+  FromFloat(dtype_, value, element_ptr(index));
+}
+
+std::vector<float> TensorView::ToFloats() const {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(numel()));
+  const size_t width = SizeOf(dtype_);
+  const std::byte* base = buffer_->data();
+  ForEachOffset([&](int64_t off) { out.push_back(ToFloat(dtype_, base + off * width)); });
+  return out;
+}
+
+void TensorView::FromFloats(const std::vector<float>& values) const {
+  if (static_cast<int64_t>(values.size()) != numel()) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("FromFloats into tensor '", name(), "' ",
+                                              ShapeString(shape_), ": got ", values.size(),
+                                              " values, need ", numel()));
+  }
+  const size_t width = SizeOf(dtype_);
+  std::byte* base = buffer_->data();
+  size_t i = 0;
+  ForEachOffset([&](int64_t off) { FromFloat(dtype_, values[i++], base + off * width); });
+}
+
+}  // namespace nkisim

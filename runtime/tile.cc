@@ -1,0 +1,183 @@
+#include "runtime/tile.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+
+TileBuffer::TileBuffer(NeuronCore* core, std::shared_ptr<OnChipAllocator> allocator,
+                       std::string name, DType dtype, int64_t partitions, Shape free_shape)
+    : core_(core), allocator_(std::move(allocator)), name_(std::move(name)), dtype_(dtype),
+      partitions_(partitions), free_shape_(std::move(free_shape)),
+      row_elements_(NumElements(free_shape_)) {
+  const uint64_t row_bytes = static_cast<uint64_t>(row_elements_) * SizeOf(dtype_);
+  Shape full{partitions_};
+  full.insert(full.end(), free_shape_.begin(), free_shape_.end());
+  offset_ = allocator_->Allocate(StrCat("'", name_, "' ", ShapeString(full), " ", DTypeName(dtype_)),
+                                 row_bytes);
+  data_.resize(row_bytes * static_cast<uint64_t>(partitions_));
+  if (IsFloat(dtype_)) {  // uninitialised float memory reads as NaN
+    std::vector<float> nans(static_cast<size_t>(row_elements_ * partitions_),
+                            std::numeric_limits<float>::quiet_NaN());
+    FromFloat(dtype_, nans.data(), data_.data(), nans.size());
+  }
+}
+
+TileBuffer::~TileBuffer() { allocator_->Free(offset_); }
+
+Tile::Tile(std::shared_ptr<TileBuffer> buffer)
+    : buffer_(std::move(buffer)), partitions_(buffer_->partitions()),
+      free_shape_(buffer_->free_shape()), free_strides_(ContiguousStrides(free_shape_)) {}
+
+Shape Tile::shape() const {
+  Shape s{partitions_};
+  s.insert(s.end(), free_shape_.begin(), free_shape_.end());
+  return s;
+}
+
+bool Tile::free_contiguous() const {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(free_shape_.size()) - 1; d >= 0; --d) {
+    if (free_shape_[d] != 1 && free_strides_[d] != expected) return false;
+    expected *= free_shape_[d];
+  }
+  return true;
+}
+
+std::string Tile::Describe() const {
+  if (!valid()) return "<null tile>";
+  return StrCat("'", name(), "' ", ShapeString(shape()), " ", DTypeName(dtype()), " ",
+                MemorySpaceName(memory()));
+}
+
+Tile Tile::slice(int dim, int64_t start, int64_t end, int64_t step) const {
+  const int rank = 1 + static_cast<int>(free_shape_.size());
+  const int64_t extent = dim == 0 ? partitions_ : (dim > 0 && dim < rank ? free_shape_[dim - 1] : 0);
+  if (dim < 0 || dim >= rank || step <= 0 || start < 0 || start > end || end > extent ||
+      (dim == 0 && step != 1)) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("slice of tile ", Describe(), ": [", start, ":", end, ":", step, "] of dim ", dim,
+                 " must satisfy 0 <= dim < ", rank, ", 0 <= start <= end <= dim size, step > 0 ",
+                 "(1 on the partition dim)"));
+  }
+  Tile t = *this;
+  if (dim == 0) {
+    t.partition_start_ += start;
+    t.partitions_ = end - start;
+  } else {
+    t.free_offset_ += start * free_strides_[dim - 1];
+    t.free_shape_[dim - 1] = (end - start + step - 1) / step;
+    t.free_strides_[dim - 1] *= step;
+  }
+  return t;
+}
+
+Tile Tile::select(int dim, int64_t index) const {
+  const int rank = 1 + static_cast<int>(free_shape_.size());
+  if (dim < 1 || dim >= rank || index < 0 || index >= free_shape_[dim - 1]) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("select of tile ", Describe(), ": index ", index, " of dim ", dim,
+                 "; dim must be a free dim in [1, ", rank, ") and the index inside it"));
+  }
+  Tile t = *this;
+  t.free_offset_ += index * free_strides_[dim - 1];
+  t.free_shape_.erase(t.free_shape_.begin() + (dim - 1));
+  t.free_strides_.erase(t.free_strides_.begin() + (dim - 1));
+  return t;
+}
+
+Tile Tile::reshape(const Shape& new_free_shape) const {
+  if (NumElements(new_free_shape) != free_size() || !free_contiguous() ||
+      new_free_shape.size() > static_cast<size_t>(kMaxFreeRank)) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("reshape of tile ", Describe(), " free dims to ", ShapeString(new_free_shape),
+                 ": needs contiguous free dims, the same element count and at most ",
+                 kMaxFreeRank, " free dims"));
+  }
+  Tile t = *this;
+  t.free_shape_ = new_free_shape;
+  t.free_strides_ = ContiguousStrides(new_free_shape);
+  return t;
+}
+
+Tile Tile::broadcast(int dim, int64_t size) const {
+  const int rank = 1 + static_cast<int>(free_shape_.size());
+  if (dim < 1 || dim >= rank || free_shape_[dim - 1] != 1 || size < 1) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("broadcast of tile ", Describe(), " dim ", dim, " to ", size,
+                 ": only a free dim of size 1 can be broadcast"));
+  }
+  Tile t = *this;
+  t.free_shape_[dim - 1] = size;
+  t.free_strides_[dim - 1] = 0;
+  return t;
+}
+
+std::byte* Tile::element_ptr(int64_t p, int64_t free_element_offset) const {
+  const int64_t row = (partition_start_ + p) * buffer_->row_elements();
+  return buffer_->data() + (row + free_element_offset) * static_cast<int64_t>(SizeOf(dtype()));
+}
+
+int64_t Tile::CheckedFreeOffset(int64_t partition, const std::vector<int64_t>& free_index) const {
+  bool inside = partition >= 0 && partition < partitions_ && free_index.size() == free_shape_.size();
+  int64_t off = free_offset_;
+  for (size_t d = 0; inside && d < free_index.size(); ++d) {
+    inside = free_index[d] >= 0 && free_index[d] < free_shape_[d];
+    off += free_index[d] * free_strides_[d];
+  }
+  if (!inside) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("element access into tile ", Describe(), ": partition ", partition, " free index ",
+                 ShapeString(Shape(free_index.begin(), free_index.end())), " is outside the tile"));
+  }
+  return off;
+}
+
+float Tile::get(int64_t partition, const std::vector<int64_t>& free_index) const {
+  return ToFloat(dtype(), element_ptr(partition, CheckedFreeOffset(partition, free_index)));
+}
+
+void Tile::set(int64_t partition, const std::vector<int64_t>& free_index, float value) const {
+  FromFloat(dtype(), value, element_ptr(partition, CheckedFreeOffset(partition, free_index)));
+}
+
+void Tile::ReadRow(int64_t p, float* out) const {
+  if (free_contiguous()) {
+    ToFloat(dtype(), element_ptr(p, free_offset_), out, static_cast<size_t>(free_size()));
+    return;
+  }
+  const DType dt = dtype();
+  const size_t width = SizeOf(dt);
+  std::byte* row = element_ptr(p, 0);
+  ForEachFreeOffset([&](int64_t off) { *out++ = ToFloat(dt, row + off * width); });
+}
+
+void Tile::WriteRow(int64_t p, const float* in) const {
+  if (free_contiguous()) {
+    FromFloat(dtype(), in, element_ptr(p, free_offset_), static_cast<size_t>(free_size()));
+    return;
+  }
+  const DType dt = dtype();
+  const size_t width = SizeOf(dt);
+  std::byte* row = element_ptr(p, 0);
+  ForEachFreeOffset([&](int64_t off) { FromFloat(dt, *in++, row + off * width); });
+}
+
+std::vector<float> Tile::ToFloats() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  for (int64_t p = 0; p < partitions_; ++p) ReadRow(p, out.data() + p * free_size());
+  return out;
+}
+
+void Tile::FromFloats(const std::vector<float>& values) const {
+  if (static_cast<int64_t>(values.size()) != numel()) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("FromFloats into tile ", Describe(), ": got ",
+                                              values.size(), " values, need ", numel()));
+  }
+  for (int64_t p = 0; p < partitions_; ++p) WriteRow(p, values.data() + p * free_size());
+}
+
+}  // namespace nkisim

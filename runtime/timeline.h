@@ -1,0 +1,87 @@
+// The scoreboard clock and instruction timeline of one physical core.
+//
+// Each engine (PE, Vector, Scalar, GpSimd, 16 DMA queues, the intra-LNC link, the rank's
+// collective engine) has a free_at time. An instruction starts at max(engine free_at, ready time
+// of its operands) and holds its engine until it ends. All times are simulated nanoseconds.
+// Recording is O(1) per instruction and allocates nothing per record beyond amortised growth.
+// Not thread-safe: one core's timeline is written by that core's thread only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/hardware_profile.h"
+
+namespace nkisim {
+
+enum class Engine : uint8_t {
+  kPE = 0,
+  kVector = 1,
+  kScalar = 2,
+  kGpSimd = 3,
+  kDma0 = 4,  // kDma0 + q for DMA queue q, q < kMaxDmaQueues
+  kLink = 20,
+  kCollective = 21,
+};
+inline constexpr int kMaxDmaQueues = 16;
+inline constexpr int kNumEngines = 22;
+
+inline Engine DmaQueue(int q) { return static_cast<Engine>(static_cast<int>(Engine::kDma0) + q); }
+inline int EngineIndex(Engine e) { return static_cast<int>(e); }
+inline bool IsDma(Engine e) {
+  return EngineIndex(e) >= EngineIndex(Engine::kDma0) &&
+         EngineIndex(e) < EngineIndex(Engine::kDma0) + kMaxDmaQueues;
+}
+std::string EngineName(Engine e);  // "PE", "Vector", "Scalar", "GpSimd", "DMA3", "Link", "Collective"
+
+struct InstructionRecord {
+  const char* name;  // static string: the instruction's mnemonic
+  Engine engine;
+  double start_ns;
+  double end_ns;
+  int64_t bytes;     // bytes moved (DMA, link) or read+written (compute)
+  int64_t flops;
+  std::array<char, 104> shapes;  // operands, e.g. "dst[128,512]fp32 stationary[128,128]bf16 ..."
+};
+
+struct CoreSummary {
+  int core_id = 0;
+  double sim_time_ns = 0;  // end of the last instruction
+  std::array<double, kNumEngines> busy_ns{};
+  int64_t instructions = 0;
+  int64_t flops = 0;
+  int64_t dma_bytes = 0;
+  double achieved_tflops = 0;
+  double peak_tflops = 0;
+  double busy_percent(Engine e) const;
+};
+
+class Timeline {
+ public:
+  double free_at(Engine e) const { return free_at_[EngineIndex(e)]; }
+  // Latest free_at over all engines: when everything issued so far has completed.
+  double now() const;
+  // Moves every engine's free_at to at least t (barriers and joins).
+  void AdvanceAllTo(double t);
+
+  // Holds engine e over [start, end]. REQUIRES: start >= free_at(e).
+  void Occupy(Engine e, double start_ns, double end_ns);
+  void Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
+              int64_t flops, std::string_view shapes);
+
+  const std::vector<InstructionRecord>& records() const { return records_; }
+  CoreSummary Summarize(int core_id, const HardwareProfile& profile) const;
+
+ private:
+  std::array<double, kNumEngines> free_at_{};
+  std::array<double, kNumEngines> busy_ns_{};
+  std::vector<InstructionRecord> records_;
+};
+
+// Multi-line human summary with units, e.g. "core 0: simulated time 1234.5 ns ...".
+std::string FormatSummary(const CoreSummary& summary);
+
+}  // namespace nkisim
