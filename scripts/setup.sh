@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what nkisim needs on Debian 12 (only the packages that are missing, so a second run is
+# quick), then configures and builds everything into build/. Run as root or with sudo available.
+#   bash scripts/setup.sh            # Release build in build/
+#   BUILD_DIR=out BUILD_TYPE=Debug bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  openmpi-bin libopenmpi-dev          # MPI: the distributed engine
+  libboost-dev                        # Boost.Asio, Boost.Process (header-only)
+  libprotobuf-dev protobuf-compiler   # configs, profiles, control-plane messages
+  libgtest-dev libgmock-dev           # tests
+  libbenchmark-dev                    # benchmarks
+  libopenblas-dev                     # tile math (nc_matmul) and the sgemm baseline
+  libcli11-dev nlohmann-json3-dev     # command line, JSON traces
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake --build "$build_dir"

@@ -1,0 +1,78 @@
+#include "runtime/hardware_profile.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <google/protobuf/text_format.h>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(HardwareProfileTest, Trn2DefaultsMatchThePublicFigures) {
+  const HardwareProfile& p = Trn2Profile();
+  EXPECT_EQ(p.name(), "trn2");
+  EXPECT_DOUBLE_EQ(p.pe_freq_ghz(), 2.4);
+  EXPECT_EQ(p.sbuf_bytes_per_partition(), 224u * 1024);
+  EXPECT_EQ(p.psum_bytes_per_partition() / p.psum_banks(), 2048u);
+  EXPECT_NEAR(PeakBf16Tflops(p), 78.64, 0.01);  // 2 * 128 * 128 * 2.4 GHz
+}
+
+TEST(HardwareProfileTest, ShippedTextFileEqualsBuiltInDefaults) {
+  std::ifstream in(std::string(NKISIM_SOURCE_DIR) + "/configs/hardware/trn2.textproto");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  // Parsed into an empty message (not merged over the defaults), so every field must be there.
+  HardwareProfile from_file;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &from_file));
+  EXPECT_EQ(from_file.SerializeAsString(), Trn2Profile().SerializeAsString());
+}
+
+TEST(HardwareProfileTest, FileOverridesOnlyWhatItNames) {
+  HardwareProfile p = ParseHardwareProfile("pe_freq_ghz: 3.0\nname: 'fast'", "fast.textproto");
+  EXPECT_DOUBLE_EQ(p.pe_freq_ghz(), 3.0);
+  EXPECT_EQ(p.name(), "fast");
+  EXPECT_EQ(p.dma_queues(), 16u);
+}
+
+TEST(HardwareProfileTest, UnknownFieldReportsLineAndColumn) {
+  try {
+    ParseHardwareProfile("pe_freq_ghz: 3.0\n  pe_frequency: 2", "bad.textproto");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_THAT(e.what(), HasSubstr("bad.textproto:2:"));
+    EXPECT_THAT(e.what(), HasSubstr("pe_frequency"));
+  }
+}
+
+TEST(HardwareProfileTest, OutOfRangeValuesNameTheField) {
+  try {
+    ParseHardwareProfile("vector_freq_ghz: 0", "zero.textproto");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'vector_freq_ghz' is 0"));
+  }
+  EXPECT_THROW(ParseHardwareProfile("partitions: 256\npe_rows: 256", "p"), Error);
+  EXPECT_THROW(ParseHardwareProfile("dma_queues: 32", "q"), Error);
+  EXPECT_THROW(ParseHardwareProfile("psum_banks: 16", "banks"), Error);  // 1 KiB banks < 512 fp32
+}
+
+TEST(HardwareProfileTest, MissingFileIsABadConfig) {
+  try {
+    LoadHardwareProfile("/nonexistent/profile.textproto");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/profile.textproto"));
+  }
+}
+
+}  // namespace
+}  // namespace nkisim

@@ -1,0 +1,86 @@
+#include "runtime/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+namespace {
+
+Timeline TwoInstructions() {
+  Timeline t;
+  t.Occupy(Engine::kPE, 0, 238.5);
+  t.Record("nc_matmul", Engine::kPE, 0, 238.5, 1000, 16777216, "dst[128,512]fp32");
+  t.Occupy(DmaQueue(3), 100, 4900);
+  t.Record("dma_copy", DmaQueue(3), 100, 4900, 131072, 0, "src[128,512]bf16");
+  return t;
+}
+
+TEST(TraceTest, JsonParsesBackWithMicrosecondTimestamps) {
+  ChromeTrace trace;
+  trace.AddProcess(7, "core 7", TwoInstructions());
+  const nlohmann::json j = nlohmann::json::parse(trace.ToJson());
+  ASSERT_TRUE(j.contains("traceEvents"));
+  int complete = 0;
+  bool named_process = false, named_dma_thread = false;
+  for (const auto& e : j["traceEvents"]) {
+    EXPECT_EQ(e["pid"], 7);
+    if (e["ph"] == "X") {
+      ++complete;
+      if (e["name"] == "dma_copy") {
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.1);   // 100 ns = 0.1 us
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 4.8);
+        EXPECT_EQ(e["tid"], EngineIndex(DmaQueue(3)));
+        EXPECT_EQ(e["args"]["bytes"], 131072);
+        EXPECT_EQ(e["args"]["operands"], "src[128,512]bf16");
+      } else {
+        EXPECT_EQ(e["name"], "nc_matmul");
+        EXPECT_EQ(e["args"]["flops"], 16777216);
+        EXPECT_DOUBLE_EQ(e["args"]["end_ns"].get<double>(), 238.5);
+      }
+    } else if (e["name"] == "process_name") {
+      named_process = e["args"]["name"] == "core 7";
+    } else if (e["name"] == "thread_name" && e["tid"] == EngineIndex(DmaQueue(3))) {
+      named_dma_thread = e["args"]["name"] == "DMA3";
+    }
+  }
+  EXPECT_EQ(complete, 2);
+  EXPECT_TRUE(named_process);
+  EXPECT_TRUE(named_dma_thread);
+}
+
+TEST(TraceTest, WritesFileAndRefusesBadPath) {
+  ChromeTrace trace;
+  trace.AddProcess(0, "core 0", TwoInstructions());
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "nkisim_trace_test.json").string();
+  trace.WriteFile(path);
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in)["traceEvents"].size(), 2u + 1 + 4);  // 2 X, process, 2x2 thread
+  std::remove(path.c_str());
+  EXPECT_THROW(trace.WriteFile("/nonexistent-dir/t.json"), Error);
+}
+
+TEST(TimelineTest, SummaryCountsBusyTimeFlopsAndBytes) {
+  const Timeline t = TwoInstructions();
+  const CoreSummary s = t.Summarize(0, Trn2Profile());
+  EXPECT_DOUBLE_EQ(s.sim_time_ns, 4900);
+  EXPECT_EQ(s.instructions, 2);
+  EXPECT_EQ(s.flops, 16777216);
+  EXPECT_EQ(s.dma_bytes, 131072);
+  EXPECT_NEAR(s.busy_percent(Engine::kPE), 100.0 * 238.5 / 4900, 1e-9);
+  EXPECT_NEAR(s.achieved_tflops, 16777216 / 4900.0 / 1000.0, 1e-12);
+  const std::string text = FormatSummary(s);
+  EXPECT_NE(text.find("simulated time 4900.0 ns"), std::string::npos);
+  EXPECT_NE(text.find("TFLOP/s"), std::string::npos);
+  EXPECT_NE(text.find("busy %"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nkisim
