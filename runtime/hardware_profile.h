@@ -1,5 +1,5 @@
 // The hardware profile: every figure the cost clock and the allocators use. Defaults are the
-// public Trainium2 (NeuronCore-v3) figures; see docs/hardware-model.md for their sources.
+// public Trainium2 (NeuronCore-v3) figures; docs/architecture.md ("Hardware profile") lists them.
 #pragma once
 
 #include <string>
