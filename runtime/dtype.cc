@@ -1,5 +1,6 @@
 #include "runtime/dtype.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>

@@ -40,8 +40,9 @@ class TileBuffer {
   uint64_t offset() const { return offset_; }              // byte address within the partition
   std::byte* data() { return data_.data(); }
 
-  // Scoreboard state, in simulated ns: when the last write completes and when the last read
-  // completes (a later write must wait for both).
+  // Scoreboard state, in simulated ns: when the last write completes (later reads wait for it)
+  // and when the last read completes (later writes wait for it). Writes are not ordered against
+  // earlier writes: tiled kernels write disjoint parts of a tile from several engines or queues.
   double ready_at = 0.0;
   double readers_done_at = 0.0;
 

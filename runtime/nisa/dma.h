@@ -25,7 +25,7 @@ struct DynamicOffset {
 };
 
 struct DmaOptions {
-  int queue = -1;  // DMA queue index; -1 picks the queue that frees first
+  int queue = -1;  // DMA queue index; negative picks the queue that frees first
   std::optional<DynamicOffset> src_offset;  // only for an HBM source
   std::optional<DynamicOffset> dst_offset;  // only for an HBM destination
 };

@@ -30,11 +30,16 @@ void CheckColumn(const char* inst, const Tile& dst, const char* name, const Tile
   }
 }
 
-void CheckIntegerOperands(const char* inst, AluOp op, std::initializer_list<const Tile*> tiles) {
+struct Named {
+  const char* name;
+  const Tile* tile;
+};
+
+void CheckIntegerOperands(const char* inst, AluOp op, std::initializer_list<Named> operands) {
   if (!IsBitwise(op)) return;
-  for (const Tile* t : tiles) {
-    if (!IsInteger(t->dtype())) {
-      Illegal(inst, AluOpName(op), *t, "bitwise operations need integer dtypes on every operand");
+  for (const Named& o : operands) {
+    if (o.tile->valid() && !IsInteger(o.tile->dtype())) {
+      Illegal(inst, o.name, *o.tile, StrCat(AluOpName(op), " needs integer dtypes on every operand"));
     }
   }
 }
@@ -88,7 +93,7 @@ void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, AluOp op, Engi
   issue.Reads("a", a).Reads("b", b).Writes("dst", dst);
   CheckSameShape(kInst, dst, "a", a);
   CheckSameShape(kInst, dst, "b", b);
-  CheckIntegerOperands(kInst, op, {&dst, &a, &b});
+  CheckIntegerOperands(kInst, op, {{"dst", &dst}, {"a", &a}, {"b", &b}});
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   float* y = ScratchRow(1, n);
@@ -109,8 +114,10 @@ void tensor_scalar(const Tile& dst, const Tile& data, const TensorScalarOps& ops
   ReadScalar(issue, kInst, dst, "operand0", ops.operand0);
   ReadScalar(issue, kInst, dst, "operand1", ops.operand1);
   CheckSameShape(kInst, dst, "data", data);
-  CheckIntegerOperands(kInst, ops.op0, {&dst, &data});
-  CheckIntegerOperands(kInst, ops.op1, {&dst, &data});
+  CheckIntegerOperands(kInst, ops.op0,
+                       {{"dst", &dst}, {"data", &data}, {"operand0", &ops.operand0.column()}});
+  CheckIntegerOperands(kInst, ops.op1,
+                       {{"dst", &dst}, {"data", &data}, {"operand1", &ops.operand1.column()}});
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   const ScalarReader s0{ops.operand0}, s1{ops.operand1};
@@ -134,8 +141,8 @@ void scalar_tensor_tensor(const Tile& dst, const Tile& data0, AluOp op0, const S
   ReadScalar(issue, kInst, dst, "scalar", scalar);
   CheckSameShape(kInst, dst, "data0", data0);
   CheckSameShape(kInst, dst, "data1", data1);
-  CheckIntegerOperands(kInst, op0, {&dst, &data0});
-  CheckIntegerOperands(kInst, op1, {&dst, &data0, &data1});
+  CheckIntegerOperands(kInst, op0, {{"dst", &dst}, {"data0", &data0}, {"scalar", &scalar.column()}});
+  CheckIntegerOperands(kInst, op1, {{"dst", &dst}, {"data0", &data0}, {"data1", &data1}});
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   float* y = ScratchRow(1, n);

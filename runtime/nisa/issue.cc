@@ -31,28 +31,41 @@ void Issue::AddShape(const char* operand, const Shape& shape, DType dtype) {
   shapes_ += DTypeName(dtype);
 }
 
+namespace {
+
+// Appends to a fixed-size operand list; instructions have at most a handful of operands.
+template <typename T, size_t N>
+void Push(std::array<T, N>& list, int& count, T item, const char* instruction) {
+  if (count == static_cast<int>(N)) {
+    Raise(ErrorCode::kInternal, StrCat(instruction, ": more than ", N, " operands of one kind"));
+  }
+  list[count++] = item;
+}
+
+}  // namespace
+
 Issue& Issue::Reads(const char* operand, const Tile& tile) {
   CheckCore(operand, tile);
-  if (n_tile_reads_ < static_cast<int>(tile_reads_.size())) tile_reads_[n_tile_reads_++] = &tile.buffer();
+  Push(tile_reads_, n_tile_reads_, &tile.buffer(), name_);
   AddShape(operand, tile.shape(), tile.dtype());
   return *this;
 }
 
 Issue& Issue::Writes(const char* operand, const Tile& tile) {
   CheckCore(operand, tile);
-  if (n_tile_writes_ < static_cast<int>(tile_writes_.size())) tile_writes_[n_tile_writes_++] = &tile.buffer();
+  Push(tile_writes_, n_tile_writes_, &tile.buffer(), name_);
   AddShape(operand, tile.shape(), tile.dtype());
   return *this;
 }
 
 Issue& Issue::Reads(const char* operand, const TensorView& tensor) {
-  if (n_hbm_reads_ < static_cast<int>(hbm_reads_.size())) hbm_reads_[n_hbm_reads_++] = &tensor.buffer();
+  Push(hbm_reads_, n_hbm_reads_, &tensor.buffer(), name_);
   AddShape(operand, tensor.shape(), tensor.dtype());
   return *this;
 }
 
 Issue& Issue::Writes(const char* operand, const TensorView& tensor) {
-  if (n_hbm_writes_ < static_cast<int>(hbm_writes_.size())) hbm_writes_[n_hbm_writes_++] = &tensor.buffer();
+  Push(hbm_writes_, n_hbm_writes_, &tensor.buffer(), name_);
   AddShape(operand, tensor.shape(), tensor.dtype());
   return *this;
 }

@@ -45,7 +45,7 @@ class Issue {
   NeuronCore* core_;
   std::array<TileBuffer*, 4> tile_reads_{};
   std::array<TileBuffer*, 2> tile_writes_{};
-  std::array<HbmBuffer*, 2> hbm_reads_{};
+  std::array<HbmBuffer*, 4> hbm_reads_{};
   std::array<HbmBuffer*, 2> hbm_writes_{};
   int n_tile_reads_ = 0, n_tile_writes_ = 0, n_hbm_reads_ = 0, n_hbm_writes_ = 0;
   std::string shapes_;

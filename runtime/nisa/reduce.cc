@@ -31,6 +31,9 @@ void tensor_reduce(const Tile& dst, AluOp op, const Tile& data, const std::vecto
   if (!IsReduction(op)) {
     Illegal(kInst, "data", data, StrCat("op ", AluOpName(op), " is not a reduction"));
   }
+  if (options.mean && op != AluOp::kAdd) {
+    Illegal(kInst, "data", data, StrCat("the mean option needs op add, not ", AluOpName(op)));
+  }
   const int free_rank = static_cast<int>(data.free_shape().size());
   std::vector<bool> reduced(free_rank, false);
   for (int axis : axes) {

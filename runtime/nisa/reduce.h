@@ -10,7 +10,7 @@
 namespace nkisim::nisa {
 
 struct ReduceOptions {
-  bool mean = false;    // divide the add-reduction by the reduced element count
+  bool mean = false;    // op add only: divide by the reduced element count
   bool negate = false;  // negate the result (used by softmax's max shift)
 };
 

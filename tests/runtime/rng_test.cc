@@ -76,6 +76,47 @@ TEST(RngTest, BitsAreBalanced) {
   for (int b = 0; b < 64; ++b) EXPECT_NEAR(ones[b], kSamples / 2, 1500) << "bit " << b;
 }
 
+// A change of one input (index, seed or tensor id) flips about half the output bits.
+TEST(RngTest, InputsAvalanche) {
+  const CounterRng rng(10, 20), next_seed(11, 20), next_id(10, 21);
+  double index_flips = 0, seed_flips = 0, id_flips = 0;
+  constexpr int kPairs = 10000;
+  for (uint64_t i = 0; i < kPairs; ++i) {
+    index_flips += std::popcount(rng.Bits(i) ^ rng.Bits(i + 1));
+    seed_flips += std::popcount(rng.Bits(i) ^ next_seed.Bits(i));
+    id_flips += std::popcount(rng.Bits(i) ^ next_id.Bits(i));
+  }
+  // Each count is Binomial(64, 1/2): mean 32, sd 4, so the sd of the average is 0.04.
+  EXPECT_NEAR(index_flips / kPairs, 32.0, 0.4);
+  EXPECT_NEAR(seed_flips / kPairs, 32.0, 0.4);
+  EXPECT_NEAR(id_flips / kPairs, 32.0, 0.4);
+}
+
+// Pairs of neighbouring values fill the unit square evenly (a serial test): an unmixed counter,
+// even a well-spread one, puts them on a few lines.
+TEST(RngTest, NeighbouringValuesAreIndependent) {
+  const CounterRng rng(3, 14);
+  constexpr int kCells = 10;
+  int cells[kCells][kCells] = {};
+  double sum_xy = 0, sum_x = 0, sum_xx = 0;
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    const double x = rng.Uniform(i), y = rng.Uniform(i + 1);
+    ++cells[static_cast<int>(x * kCells)][static_cast<int>(y * kCells)];
+    sum_xy += x * y;
+    sum_x += x;
+    sum_xx += x * x;
+  }
+  double chi_square = 0;
+  const double expected = static_cast<double>(kSamples) / (kCells * kCells);
+  for (const auto& row : cells) {
+    for (int count : row) chi_square += (count - expected) * (count - expected) / expected;
+  }
+  EXPECT_LT(chi_square, 200.0);  // 99 degrees of freedom: mean 99, sd 14
+  const double mean = sum_x / kSamples;
+  const double correlation = (sum_xy / kSamples - mean * mean) / (sum_xx / kSamples - mean * mean);
+  EXPECT_NEAR(correlation, 0.0, 0.02);  // sd 0.003
+}
+
 TEST(RngTest, UniformMeanVarianceAndRange) {
   const CounterRng rng(2024, 3);
   double sum = 0, sum_sq = 0;
