@@ -15,9 +15,13 @@
 #include "runtime/error.h"
 #include "runtime/neuron_core.h"
 #include "runtime/nisa/elementwise.h"
+#include "tests/testing/error_helpers.h"
 
 namespace nkisim::nisa {
 namespace {
+
+using ::nkisim::testing::Contains;
+using ::nkisim::testing::InvalidArgumentMessage;
 
 // fp32 -> bf16 round to nearest, ties to even, by the bit trick (finite inputs).
 float RoundToBf16(float value) {
@@ -64,20 +68,6 @@ class DmaTest : public ::testing::Test {
  protected:
   DmaTest() : core_(0, Trn2Profile()), scope_(core_) {}
 
-  static std::string InvalidArgumentMessage(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      return e.what();
-    }
-    ADD_FAILURE() << "expected Error(kInvalidArgument)";
-    return "";
-  }
-
-  static bool Contains(const std::string& text, const std::string& fragment) {
-    return text.find(fragment) != std::string::npos;
-  }
 
   const std::vector<InstructionRecord>& Records() const { return core_.timeline().records(); }
 

@@ -15,9 +15,13 @@
 
 #include "runtime/error.h"
 #include "runtime/neuron_core.h"
+#include "tests/testing/error_helpers.h"
 
 namespace nkisim::nisa {
 namespace {
+
+using ::nkisim::testing::Contains;
+using ::nkisim::testing::InvalidArgumentMessage;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -79,21 +83,6 @@ class ElementwiseTest : public ::testing::Test {
     return t;
   }
 
-  // Runs f, which must throw Error(kInvalidArgument); returns its message.
-  static std::string InvalidArgumentMessage(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      return e.what();
-    }
-    ADD_FAILURE() << "expected Error(kInvalidArgument)";
-    return "";
-  }
-
-  static bool Contains(const std::string& text, const std::string& fragment) {
-    return text.find(fragment) != std::string::npos;
-  }
 
   const InstructionRecord& LastRecord() const { return core_.timeline().records().back(); }
 

@@ -8,10 +8,12 @@
 #include "runtime/error.h"
 #include "runtime/neuron_core.h"
 #include "runtime/rng.h"
+#include "tests/testing/error_helpers.h"
 
 namespace nkisim::nisa {
 namespace {
 
+using ::nkisim::testing::InvalidArgumentMessage;
 using ::testing::HasSubstr;
 
 class MatmulTest : public ::testing::Test {
@@ -45,16 +47,6 @@ class MatmulTest : public ::testing::Test {
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "element " << i;
   }
 
-  std::string ErrorOf(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      return e.what();
-    }
-    ADD_FAILURE() << "expected an error";
-    return "";
-  }
 
   NeuronCore core_;
   ScopedCurrentCore scope_;
@@ -136,16 +128,16 @@ TEST_F(MatmulTest, LegalityErrorsNameOperandAndRule) {
   Tile sbuf_out = core_.AllocateSbuf("sbuf_out", {128, 512}, DType::kFloat32);
   Tile bf16_psum = core_.AllocatePsum("bf16_psum", {128, 512}, DType::kBFloat16);
   Tile two_banks = core_.AllocatePsum("two_banks", {128, 1024});
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, wide_s, x); }), HasSubstr("M = 256 exceeds 128"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, s, wide_x); }), HasSubstr("N = 1024 exceeds 512"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, s, short_x); }), HasSubstr("has 64 partitions"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, s, fp32_x); }), HasSubstr("mixes fp32"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(sbuf_out, s, x); }), HasSubstr("fp32 PSUM tile"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(bf16_psum, s, x); }), HasSubstr("fp32 PSUM tile"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(two_banks.slice(1, 256, 768), s, x); }),
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, wide_s, x); }), HasSubstr("M = 256 exceeds 128"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, s, wide_x); }), HasSubstr("N = 1024 exceeds 512"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, s, short_x); }), HasSubstr("has 64 partitions"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, s, fp32_x); }), HasSubstr("mixes fp32"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(sbuf_out, s, x); }), HasSubstr("fp32 PSUM tile"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(bf16_psum, s, x); }), HasSubstr("fp32 PSUM tile"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(two_banks.slice(1, 256, 768), s, x); }),
               HasSubstr("bank boundary"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, s, out); }), HasSubstr("operand 'moving'"));
-  EXPECT_THAT(ErrorOf([&] { nc_matmul(out, s, x, {.perf_mode = PerfMode::kDoubleRow}); }),
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, s, out); }), HasSubstr("operand 'moving'"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_matmul(out, s, x, {.perf_mode = PerfMode::kDoubleRow}); }),
               HasSubstr("needs fp8"));
   // Inside a bank is fine, even at an offset.
   nc_matmul(two_banks.slice(1, 512, 1024), s, x);
@@ -170,9 +162,9 @@ TEST_F(MatmulTest, VectorTransposeStaysInSbuf) {
   EXPECT_EQ(dst.get(100, {7}), src.get(7, {100}));
   EXPECT_EQ(core_.timeline().records().back().engine, Engine::kVector);
   Tile psum_dst = core_.AllocatePsum("psum_dst", {128, 32});
-  EXPECT_THAT(ErrorOf([&] { nc_transpose(psum_dst, src, Engine::kVector); }), HasSubstr("writes SBUF"));
-  EXPECT_THAT(ErrorOf([&] { nc_transpose(dst, src, Engine::kScalar); }), HasSubstr("cannot transpose"));
-  EXPECT_THAT(ErrorOf([&] { nc_transpose(dst, src, Engine::kPE); }), HasSubstr("PSUM"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_transpose(psum_dst, src, Engine::kVector); }), HasSubstr("writes SBUF"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_transpose(dst, src, Engine::kScalar); }), HasSubstr("cannot transpose"));
+  EXPECT_THAT(InvalidArgumentMessage([&] { nc_transpose(dst, src, Engine::kPE); }), HasSubstr("PSUM"));
 }
 
 }  // namespace

@@ -15,9 +15,13 @@
 
 #include "runtime/error.h"
 #include "runtime/neuron_core.h"
+#include "tests/testing/error_helpers.h"
 
 namespace nkisim::nisa {
 namespace {
+
+using ::nkisim::testing::Contains;
+using ::nkisim::testing::InvalidArgumentMessage;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -123,20 +127,6 @@ class ReduceTest : public ::testing::Test {
     }
   }
 
-  static std::string InvalidArgumentMessage(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      return e.what();
-    }
-    ADD_FAILURE() << "expected Error(kInvalidArgument)";
-    return "";
-  }
-
-  static bool Contains(const std::string& text, const std::string& fragment) {
-    return text.find(fragment) != std::string::npos;
-  }
 
   NeuronCore core_;
   ScopedCurrentCore scope_;
