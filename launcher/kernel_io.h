@@ -1,0 +1,29 @@
+// Shared plumbing of the commands that run one kernel on one logical core (`nkisim demo`,
+// `nkisim kernel ...`): inputs from .npy files or seeded random values, .npy outputs, the cost
+// summary and the trace. Kernels themselves never print; these helpers do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/logical_core.h"
+#include "runtime/tensor_view.h"
+
+namespace nkisim::launcher {
+
+// With npy_path empty: a new tensor of `shape`/`dtype` filled with Uniform[lo, hi) values of the
+// counter-based RNG keyed by (seed, name). Otherwise the file, which must hold exactly `shape`
+// (bf16 / fp8 exchanged as float32). Throws Error(kBadConfig) naming the file, the expected and
+// the found shape.
+TensorView LoadOrRandomInput(const std::string& npy_path, const std::string& name,
+                             const Shape& shape, DType dtype, uint64_t seed, float lo, float hi);
+
+// Writes tensor to <out_dir>/<name>.npy (out_dir is created); returns the path.
+std::string WriteOutput(const std::string& out_dir, const std::string& name,
+                        const TensorView& tensor);
+
+// Prints each physical core's summary and the logical core's totals (simulated time, achieved
+// TFLOP/s for `flops` of useful work), and writes the Chrome trace to trace_path when non-empty.
+void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& trace_path);
+
+}  // namespace nkisim::launcher
