@@ -1,5 +1,6 @@
 #include "launcher/kernel_io.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -51,6 +52,20 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
     trace.WriteFile(trace_path);
     std::printf("trace: %s (open in the Perfetto UI)\n", trace_path.c_str());
   }
+}
+
+double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops) {
+  const HardwareProfile& p = lnc.profile();
+  const double memory_ns = hbm_bytes / (p.hbm_gbps_per_core() * lnc.lnc());
+  const double compute_ns = flops / (PeakBf16Tflops(p) * 1000.0 * lnc.lnc());
+  const double bound = std::max(memory_ns, compute_ns);
+  const double sim_ns = lnc.now();
+  std::printf("roofline: HBM %.1f ns (%.3f MB at %.1f GB/s x %d cores), PE %.1f ns (%.3f GFLOP at "
+              "%.2f TFLOP/s x %d); %s-bound; simulated %.1f ns = %.2fx the bound\n",
+              memory_ns, hbm_bytes / 1e6, p.hbm_gbps_per_core(), lnc.lnc(), compute_ns, flops / 1e9,
+              PeakBf16Tflops(p), lnc.lnc(), memory_ns >= compute_ns ? "HBM" : "PE", sim_ns,
+              bound > 0 ? sim_ns / bound : 0.0);
+  return bound;
 }
 
 }  // namespace nkisim::launcher

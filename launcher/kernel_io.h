@@ -26,4 +26,9 @@ std::string WriteOutput(const std::string& out_dir, const std::string& name,
 // TFLOP/s for `flops` of useful work), and writes the Chrome trace to trace_path when non-empty.
 void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& trace_path);
 
+// The roofline of a kernel run on `lnc` physical cores: the larger of moving hbm_bytes at the
+// cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
+// dominates and the simulated time as a multiple of it; returns the bound in ns.
+double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops);
+
 }  // namespace nkisim::launcher

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "nkisim 0.1.0");
   int exit_code = 0;
   nkisim::launcher::AddDemoCommand(app, &exit_code);
+  CLI::App* kernel = app.add_subcommand(
+      "kernel", "Run one kernel case on one logical core: outputs, cost summary, trace, golden check");
+  kernel->require_subcommand(1);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
