@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "launcher/collective_command.h"
 #include "launcher/demo_command.h"
+#include "launcher/validate_command.h"
 #include "runtime/error.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "nkisim 0.1.0");
   int exit_code = 0;
   nkisim::launcher::AddDemoCommand(app, &exit_code);
+  nkisim::launcher::AddValidateCommand(app, &exit_code);
+  nkisim::launcher::AddCollectiveCommand(app, &exit_code);
   CLI::App* kernel = app.add_subcommand(
       "kernel", "Run one kernel case on one logical core: outputs, cost summary, trace, golden check");
   kernel->require_subcommand(1);

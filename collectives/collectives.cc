@@ -1,0 +1,322 @@
+#include "collectives/collectives.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "collectives/collective_cost.h"
+#include "collectives/mpi_datatype.h"
+#include "runtime/error.h"
+
+namespace nkisim::collectives {
+namespace {
+
+int64_t ElementBytes(const TensorView& t) { return static_cast<int64_t>(SizeOf(t.dtype())); }
+
+// Starts the max-reduction of the members' clocks so it overlaps the data movement.
+class ClockJoin {
+ public:
+  ClockJoin(RankContext& ctx, MPI_Comm comm) : local_(ctx.lnc().now()) {
+    CheckMpi(MPI_Iallreduce(&local_, &joined_, 1, MPI_DOUBLE, MPI_MAX, comm, &request_),
+             "clock join (MPI_Iallreduce)");
+  }
+  double Wait() {
+    CheckMpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "clock join (MPI_Wait)");
+    return joined_;
+  }
+
+ private:
+  double local_;
+  double joined_ = 0;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+// Charges [start, start + cost] to the rank: a Collective event on core 0's timeline, and no
+// engine of any core starts before it ends.
+CollectiveResult Advance(RankContext& ctx, const char* name, double start, double cost,
+                         int64_t bytes, const TensorView& shape_of) {
+  const double end = start + cost;
+  Timeline& clock = ctx.lnc().core(0).timeline();
+  clock.Occupy(Engine::kCollective, start, end);
+  clock.Record(name, Engine::kCollective, start, end, bytes, 0,
+               StrCat(ShapeString(shape_of.shape()), DTypeName(shape_of.dtype())));
+  for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
+  return {start, end, bytes};
+}
+
+// The rule's message is built only when it is broken: these checks sit on every call.
+template <typename MakeRule>
+void Require(bool ok, const char* op, MakeRule rule) {
+  if (!ok) Raise(ErrorCode::kInvalidArgument, StrCat(op, ": ", rule()));
+}
+
+std::string Describe(const char* role, const TensorView& t) {
+  return StrCat(role, " '", t.name(), "' ", ShapeString(t.shape()), " ", DTypeName(t.dtype()));
+}
+
+void CheckDim(const char* op, const TensorView& t, int dim) {
+  Require(dim >= 0 && dim < t.rank(), op, [&] {
+    return StrCat("dim ", dim, " is outside the ", t.rank(), " dims of ", Describe("input", t));
+  });
+}
+
+// The view's block 0 along `dim` (of `block` elements), typed so that counts step to block j.
+MpiDatatype BlockDatatype(const TensorView& whole, int dim, int64_t block) {
+  const TensorView first = whole.slice(dim, 0, block);
+  return ViewDatatype(first, block * whole.strides()[dim] * ElementBytes(whole));
+}
+
+// Exact reads and rounding writes through fp64, for the reductions.
+std::vector<double> ReadAsDouble(const TensorView& t) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(t.numel()));
+  const std::byte* base = t.buffer().data();
+  const int64_t w = ElementBytes(t);
+  t.ForEachOffset([&](int64_t off) {
+    const std::byte* p = base + off * w;
+    switch (t.dtype()) {
+      case DType::kInt32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+        break;
+      }
+      case DType::kUInt32: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+        break;
+      }
+      default:
+        out.push_back(ToFloat(t.dtype(), p));
+    }
+  });
+  return out;
+}
+
+void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
+  std::byte* base = t.buffer().data();
+  const int64_t w = ElementBytes(t);
+  size_t i = 0;
+  t.ForEachOffset([&](int64_t off) {
+    const double v = values[i++];
+    std::byte* p = base + off * w;
+    if (t.dtype() == DType::kInt32 || t.dtype() == DType::kUInt32) {
+      const double lo = t.dtype() == DType::kInt32 ? std::numeric_limits<int32_t>::min() : 0.0;
+      const double clamped = std::clamp(std::nearbyint(v), lo, MaxValue(t.dtype()));
+      if (t.dtype() == DType::kInt32) {
+        const int32_t x = static_cast<int32_t>(clamped);
+        std::memcpy(p, &x, 4);
+      } else {
+        const uint32_t x = static_cast<uint32_t>(clamped);
+        std::memcpy(p, &x, 4);
+      }
+    } else {
+      FromFloat(t.dtype(), static_cast<float>(v), p);
+    }
+  });
+}
+
+// Below this many bytes per rank an all_gather is latency-bound: one copy of the payload into a
+// buffer that also carries the clock saves the separate clock-join round. Above it, the payload
+// goes zero-copy and the clock join overlaps it.
+constexpr int64_t kPackedBytes = 64 * 1024;
+
+double PackedAllGather(RankContext& ctx, const GroupComm& group, const TensorView& input,
+                       const TensorView& output) {
+  thread_local std::vector<std::byte> send, recv;
+  const int64_t bytes = input.size_bytes(), slot = bytes + static_cast<int64_t>(sizeof(double));
+  const double now = ctx.lnc().now();
+  send.resize(static_cast<size_t>(slot));
+  recv.resize(static_cast<size_t>(slot * group.size()));
+  std::memcpy(send.data(), ViewData(input), static_cast<size_t>(bytes));
+  std::memcpy(send.data() + bytes, &now, sizeof now);
+  CheckMpi(MPI_Allgather(send.data(), static_cast<int>(slot), MPI_BYTE, recv.data(),
+                         static_cast<int>(slot), MPI_BYTE, group.comm),
+           "all_gather (MPI_Allgather)");
+  double latest = now;
+  auto* out = static_cast<std::byte*>(ViewData(output));
+  for (int j = 0; j < group.size(); ++j) {
+    std::memcpy(out + j * bytes, recv.data() + j * slot, static_cast<size_t>(bytes));
+    double t;
+    std::memcpy(&t, recv.data() + j * slot + bytes, sizeof t);
+    latest = std::max(latest, t);
+  }
+  return latest;
+}
+
+bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
+
+}  // namespace
+
+CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const TensorView& input,
+                            const TensorView& output, int dim) {
+  constexpr const char* kOp = "all_gather";
+  CheckDim(kOp, input, dim);
+  Shape expected = input.shape();
+  expected[dim] *= group.size();
+  Require(output.shape() == expected && output.dtype() == input.dtype(), kOp, [&] {
+    return StrCat(Describe("output", output), " must be ", ShapeString(expected), " ",
+                  DTypeName(input.dtype()), " (", Describe("input", input), " with dim ", dim,
+                  " times the group size ", group.size(), ")");
+  });
+  const int64_t bytes = input.size_bytes();
+  const bool plain = input.is_contiguous() && output.is_contiguous() && dim == 0;
+  double start;
+  if (plain && bytes <= kPackedBytes) {
+    start = PackedAllGather(ctx, group, input, output);
+  } else {
+    ClockJoin clock(ctx, group.comm);
+    if (plain) {
+      CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
+                             static_cast<int>(bytes), MPI_BYTE, group.comm),
+               "all_gather (MPI_Allgather)");
+    } else {
+      const MpiDatatype send = ViewDatatype(input, bytes);
+      const MpiDatatype recv = BlockDatatype(output, dim, input.shape()[dim]);
+      CheckMpi(MPI_Allgather(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(),
+                             group.comm),
+               "all_gather (MPI_Allgather)");
+    }
+    start = clock.Wait();
+  }
+  return Advance(
+      ctx, kOp, start,
+      AllGatherNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)), bytes,
+      output);
+}
+
+CollectiveResult all_reduce(RankContext& ctx, const GroupComm& group, const TensorView& input,
+                            const TensorView& output) {
+  constexpr const char* kOp = "all_reduce";
+  Require(output.shape() == input.shape() && output.dtype() == input.dtype(), kOp, [&] {
+    return StrCat(Describe("output", output), " must match ", Describe("input", input));
+  });
+  ClockJoin clock(ctx, group.comm);
+  const bool in_place = input.SameBuffer(output) && input.offset() == output.offset();
+  if (ZeroCopySum(input) && ZeroCopySum(output)) {
+    CheckMpi(MPI_Allreduce(in_place ? MPI_IN_PLACE : ViewData(input), ViewData(output),
+                           static_cast<int>(input.numel()), MPI_FLOAT, MPI_SUM, group.comm),
+             "all_reduce (MPI_Allreduce)");
+  } else {
+    std::vector<double> values = ReadAsDouble(input);
+    CheckMpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                           MPI_SUM, group.comm),
+             "all_reduce (MPI_Allreduce)");
+    WriteFromDouble(output, values);
+  }
+  const double start = clock.Wait();
+  const int64_t bytes = input.size_bytes();
+  return Advance(
+      ctx, kOp, start,
+      AllReduceNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)), bytes,
+      output);
+}
+
+CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const TensorView& input,
+                                const TensorView& output) {
+  constexpr const char* kOp = "reduce_scatter";
+  Require(input.rank() >= 1, kOp,
+          [&] { return StrCat(Describe("input", input), " needs at least one dim"); });
+  Shape expected = output.shape();
+  if (!expected.empty()) expected[0] *= group.size();
+  Require(input.shape() == expected && output.dtype() == input.dtype(), kOp, [&] {
+    return StrCat(Describe("input", input), " must be ", Describe("output", output),
+                  " with dim 0 times the group size ", group.size());
+  });
+  ClockJoin clock(ctx, group.comm);
+  const int count = static_cast<int>(output.numel());
+  if (ZeroCopySum(input) && ZeroCopySum(output)) {
+    CheckMpi(MPI_Reduce_scatter_block(ViewData(input), ViewData(output), count, MPI_FLOAT, MPI_SUM,
+                                      group.comm),
+             "reduce_scatter (MPI_Reduce_scatter_block)");
+  } else {
+    std::vector<double> values = ReadAsDouble(input), mine(static_cast<size_t>(count));
+    CheckMpi(MPI_Reduce_scatter_block(values.data(), mine.data(), count, MPI_DOUBLE, MPI_SUM,
+                                      group.comm),
+             "reduce_scatter (MPI_Reduce_scatter_block)");
+    WriteFromDouble(output, mine);
+  }
+  const double start = clock.Wait();
+  const int64_t bytes = output.size_bytes();
+  return Advance(
+      ctx, kOp, start,
+      ReduceScatterNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)),
+      input.size_bytes(), output);
+}
+
+CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const TensorView& input,
+                            const TensorView& output, int dim) {
+  constexpr const char* kOp = "all_to_all";
+  CheckDim(kOp, input, dim);
+  Require(output.shape() == input.shape() && output.dtype() == input.dtype(), kOp, [&] {
+    return StrCat(Describe("output", output), " must match ", Describe("input", input));
+  });
+  Require(input.shape()[dim] % group.size() == 0, kOp, [&] {
+    return StrCat("dim ", dim, " of ", Describe("input", input),
+                  " must be divisible by the group size ", group.size());
+  });
+  ClockJoin clock(ctx, group.comm);
+  const int64_t block = input.shape()[dim] / group.size();
+  const int64_t block_bytes = input.size_bytes() / group.size();
+  if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
+    CheckMpi(MPI_Alltoall(ViewData(input), static_cast<int>(block_bytes), MPI_BYTE,
+                          ViewData(output), static_cast<int>(block_bytes), MPI_BYTE, group.comm),
+             "all_to_all (MPI_Alltoall)");
+  } else {
+    const MpiDatatype send = BlockDatatype(input, dim, block);
+    const MpiDatatype recv = BlockDatatype(output, dim, block);
+    CheckMpi(
+        MPI_Alltoall(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(), group.comm),
+        "all_to_all (MPI_Alltoall)");
+  }
+  const double start = clock.Wait();
+  return Advance(ctx, kOp, start,
+                 AllToAllNs(ctx.topology(), ctx.profile(), *group.members,
+                            static_cast<double>(input.size_bytes())),
+                 input.size_bytes(), output);
+}
+
+CollectiveResult send(RankContext& ctx, const TensorView& tensor, int dest_rank, int tag) {
+  Require(dest_rank >= 0 && dest_rank < ctx.world_size() && dest_rank != ctx.rank(), "send", [&] {
+    return StrCat("dest_rank ", dest_rank, " must be another rank in [0, ", ctx.world_size(), ")");
+  });
+  const double now = ctx.lnc().now();
+  CheckMpi(MPI_Send(&now, 1, MPI_DOUBLE, dest_rank, tag, ctx.world()), "send (clock)");
+  const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
+  CheckMpi(MPI_Send(ViewData(tensor), 1, type.get(), dest_rank, tag, ctx.world()),
+           "send (MPI_Send)");
+  return Advance(ctx, "send", now,
+                 PointToPointNs(ctx.topology(), ctx.profile(), ctx.rank(), dest_rank,
+                                static_cast<double>(tensor.size_bytes())),
+                 tensor.size_bytes(), tensor);
+}
+
+CollectiveResult recv(RankContext& ctx, const TensorView& tensor, int source_rank, int tag) {
+  Require(source_rank >= 0 && source_rank < ctx.world_size() && source_rank != ctx.rank(), "recv",
+          [&] {
+            return StrCat("source_rank ", source_rank, " must be another rank in [0, ",
+                          ctx.world_size(), ")");
+          });
+  double sender_now = 0;
+  CheckMpi(MPI_Recv(&sender_now, 1, MPI_DOUBLE, source_rank, tag, ctx.world(), MPI_STATUS_IGNORE),
+           "recv (clock)");
+  const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
+  MPI_Status status;
+  CheckMpi(MPI_Recv(ViewData(tensor), 1, type.get(), source_rank, tag, ctx.world(), &status),
+           "recv (MPI_Recv)");
+  int received = 0;
+  MPI_Get_count(&status, type.get(), &received);
+  Require(received == 1, "recv", [&] {
+    return StrCat(Describe("tensor", tensor), " did not match the size of the message from rank ",
+                  source_rank);
+  });
+  return Advance(ctx, "recv", std::max(sender_now, ctx.lnc().now()),
+                 PointToPointNs(ctx.topology(), ctx.profile(), source_rank, ctx.rank(),
+                                static_cast<double>(tensor.size_bytes())),
+                 tensor.size_bytes(), tensor);
+}
+
+}  // namespace nkisim::collectives

@@ -1,0 +1,44 @@
+#include "collectives/communicator.h"
+
+#include "runtime/error.h"
+
+namespace nkisim::collectives {
+
+void CheckMpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  Raise(ErrorCode::kCommError, StrCat(what, ": MPI error: ", std::string(text, length)));
+}
+
+RankContext::RankContext(MPI_Comm world, const ResolvedTopology& topology, LogicalCore& lnc)
+    : world_(world), topology_(topology), lnc_(lnc) {
+  int size = 0;
+  MPI_Comm_rank(world_, &rank_);
+  MPI_Comm_size(world_, &size);
+  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+  if (size != topology.world_size) {
+    Raise(ErrorCode::kBadConfig, StrCat("topology world_size ", topology.world_size,
+                                        " does not match the ", size, " MPI ranks launched"));
+  }
+}
+
+RankContext::~RankContext() {
+  for (auto& [name, group] : groups_) MPI_Comm_free(&group.comm);
+}
+
+const GroupComm& RankContext::group(const std::string& set_name) {
+  auto found = groups_.find(set_name);
+  if (found != groups_.end()) return found->second;
+  const GroupSet& set = topology_.group_set(set_name);
+  GroupComm g;
+  g.set = &set;
+  g.members = &set.group_of(rank_);
+  g.position = set.position_of_rank[rank_];
+  CheckMpi(MPI_Comm_split(world_, set.group_of_rank[rank_], g.position, &g.comm), "MPI_Comm_split");
+  MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  return groups_.emplace(set_name, g).first->second;
+}
+
+}  // namespace nkisim::collectives

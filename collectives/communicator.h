@@ -1,0 +1,60 @@
+// A rank's view of the job: its MPI world, the resolved topology, one MPI sub-communicator per
+// replica group set (MPI_Comm_split on first use, then cached) and the rank's logical core, whose
+// simulated clock the collectives advance.
+//
+// Thread and rank safety: one RankContext per rank, used by one thread. group() is collective
+// over the world the first time a set is named: every rank must ask for the sets in the same
+// order. MPI errors are returned (MPI_ERRORS_RETURN) and thrown as Error(kCommError).
+#pragma once
+
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "collectives/topology.h"
+#include "runtime/logical_core.h"
+
+namespace nkisim::collectives {
+
+// This rank's group within one replica group set.
+struct GroupComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  const GroupSet* set = nullptr;
+  const Group* members = nullptr;  // world ranks, in group order
+  int position = 0;                // this rank's position in members
+  int size() const { return static_cast<int>(members->size()); }
+};
+
+class RankContext {
+ public:
+  // REQUIRES: MPI initialised; the world's size equals topology.world_size.
+  // Throws Error(kBadConfig) when the sizes disagree.
+  RankContext(MPI_Comm world, const ResolvedTopology& topology, LogicalCore& lnc);
+  ~RankContext();
+  RankContext(const RankContext&) = delete;
+  RankContext& operator=(const RankContext&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return topology_.world_size; }
+  MPI_Comm world() const { return world_; }
+  const ResolvedTopology& topology() const { return topology_; }
+  LogicalCore& lnc() const { return lnc_; }
+  const HardwareProfile& profile() const { return lnc_.profile(); }
+
+  // This rank's group in the named set; creates the communicator on first use (collective).
+  const GroupComm& group(const std::string& set_name);
+
+ private:
+  MPI_Comm world_;
+  int rank_ = 0;
+  const ResolvedTopology& topology_;
+  LogicalCore& lnc_;
+  std::map<std::string, GroupComm> groups_;
+};
+
+// Throws Error(kCommError) "<what>: MPI error: <MPI_Error_string>" unless rc == MPI_SUCCESS.
+void CheckMpi(int rc, const char* what);
+
+}  // namespace nkisim::collectives

@@ -1,0 +1,377 @@
+#include "launcher/collective_command.h"
+
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "collectives/batch_shard.h"
+#include "collectives/collectives.h"
+#include "collectives/communicator.h"
+#include "collectives/topology.h"
+#include "runtime/error.h"
+#include "runtime/hardware_profile.h"
+#include "runtime/logical_core.h"
+
+namespace nkisim::launcher {
+namespace {
+
+using collectives::GroupComm;
+using collectives::RankContext;
+
+struct Options {
+  std::string op;
+  std::string min_bytes = "4K";
+  std::string max_bytes = "4M";
+  int factor = 2;
+  std::string dtype = "fp32";
+  int group_size = 0;  // 0: the whole world
+  int iters = 20;
+  int warmup = 5;
+  bool baseline = false;
+  std::string json_path;
+  int lnc = 2;
+};
+
+int64_t ParseSize(const std::string& text, const char* option) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  const std::string unit(end);
+  const double scale = unit.empty() || unit == "B" ? 1
+                       : unit == "K"               ? 1024
+                       : unit == "M"               ? 1 << 20
+                       : unit == "G"               ? 1 << 30
+                                                   : -1;
+  if (end == text.c_str() || scale < 0 || number <= 0) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(option, ": '", text,
+                 "' is not a size; use bytes with an optional K, M or G suffix"));
+  }
+  return static_cast<int64_t>(number * scale);
+}
+
+// Data exactly representable in every dtype and different on every rank and element.
+float Value(DType dtype, int rank, int64_t index) {
+  const int v = static_cast<int>((rank * 5 + index * 3) % 7);
+  return (dtype == DType::kUInt8 || dtype == DType::kUInt16 || dtype == DType::kUInt32) ? v : v - 3;
+}
+
+void Fill(const TensorView& t, int rank) {
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = Value(t.dtype(), rank, static_cast<int64_t>(i));
+  t.FromFloats(values);
+}
+
+// One collective at one size: its buffers, its nkisim call, its raw MPI twin on the same
+// communicator and buffers, and the independent expectation of every output element.
+struct Buffers {
+  TensorView input, output, iota, gathered;
+};
+
+struct Case {
+  std::shared_ptr<Buffers> buf = std::make_shared<Buffers>();
+  std::function<collectives::CollectiveResult()> run;
+  std::function<void()> raw_mpi;
+  std::function<float(int64_t)> expected;
+};
+
+using CaseMaker = std::function<Case(RankContext&, const GroupComm&, DType, int64_t count)>;
+
+struct OpSpec {
+  const char* name;
+  double size_in_ranks;  // nccl-tests "size" (what algbw counts) = per-rank bytes x this (0: x G)
+  double (*busbw_factor)(double g);
+  CaseMaker make;
+};
+
+double RingFactor(double g) { return (g - 1) / g; }
+double AllReduceFactor(double g) { return 2 * (g - 1) / g; }
+
+float SumRounded(DType dtype, const std::vector<int>& members, int64_t index) {
+  double sum = 0;
+  for (int m : members) sum += Value(dtype, m, index);
+  return RoundTo(dtype, static_cast<float>(sum));
+}
+
+Case AllGatherCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  b->input = TensorView::Create({n}, dt, "input");
+  b->output = TensorView::Create({group.size() * n}, dt, "output");
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b] { return collectives::all_gather(ctx, group, b->input, b->output); };
+  c.raw_mpi = [&group, b] {
+    const int bytes = static_cast<int>(b->input.size_bytes());
+    MPI_Allgather(b->input.buffer().data(), bytes, MPI_BYTE, b->output.buffer().data(), bytes,
+                  MPI_BYTE, group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  c.expected = [dt, members, n](int64_t i) { return Value(dt, members[i / n], i % n); };
+  return c;
+}
+
+Case AllReduceCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  b->input = TensorView::Create({n}, dt, "input");
+  b->output = TensorView::Create({n}, dt, "output");
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b] { return collectives::all_reduce(ctx, group, b->input, b->output); };
+  c.raw_mpi = [&group, b] {
+    MPI_Allreduce(b->input.buffer().data(), b->output.buffer().data(),
+                  static_cast<int>(b->input.size_bytes() / 4), MPI_FLOAT, MPI_SUM, group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  c.expected = [dt, members](int64_t i) { return SumRounded(dt, members, i); };
+  return c;
+}
+
+Case ReduceScatterCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  b->input = TensorView::Create({group.size() * n}, dt, "input");
+  b->output = TensorView::Create({n}, dt, "output");
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b] {
+    return collectives::reduce_scatter(ctx, group, b->input, b->output);
+  };
+  c.raw_mpi = [&group, b] {
+    MPI_Reduce_scatter_block(b->input.buffer().data(), b->output.buffer().data(),
+                             static_cast<int>(b->output.size_bytes() / 4), MPI_FLOAT, MPI_SUM,
+                             group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  const int64_t base = group.position * n;
+  c.expected = [dt, members, base](int64_t i) { return SumRounded(dt, members, base + i); };
+  return c;
+}
+
+Case AllToAllCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  const int64_t m = std::max<int64_t>(n / group.size(), 1);
+  b->input = TensorView::Create({group.size() * m}, dt, "input");
+  b->output = TensorView::Create({group.size() * m}, dt, "output");
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b] { return collectives::all_to_all(ctx, group, b->input, b->output); };
+  c.raw_mpi = [&group, b] {
+    const int block = static_cast<int>(b->input.size_bytes() / group.size());
+    MPI_Alltoall(b->input.buffer().data(), block, MPI_BYTE, b->output.buffer().data(), block,
+                 MPI_BYTE, group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  const int64_t p = group.position;
+  c.expected = [dt, members, m, p](int64_t i) { return Value(dt, members[i / m], p * m + i % m); };
+  return c;
+}
+
+// NBSd with n = 1 head, S = 1, B = G rows of d = count / G elements: each rank keeps one row.
+Case BatchShardCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  const int64_t g = group.size(), d = std::max<int64_t>(n / g, 1);
+  b->input = TensorView::Create({1, g, 1, d}, dt, "q");
+  b->gathered = TensorView::Create({g, 1, g, 1, d}, dt, "gathered_buf");
+  b->iota = TensorView::Create({1, ctx.world_size()}, DType::kInt32, "iota_workers");
+  for (int r = 0; r < ctx.world_size(); ++r) b->iota.set({0, r}, group.set->position_of_rank[r]);
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b, g] {
+    const double before = ctx.lnc().now();
+    b->output = collectives::attn_q_batch_shard(ctx, b->input, b->iota, b->gathered,
+                                                static_cast<int>(g), group);
+    return collectives::CollectiveResult{before, ctx.lnc().now(), b->input.size_bytes()};
+  };
+  c.raw_mpi = [&group, b] {
+    const int bytes = static_cast<int>(b->input.size_bytes());
+    MPI_Allgather(b->input.buffer().data(), bytes, MPI_BYTE, b->gathered.buffer().data(), bytes,
+                  MPI_BYTE, group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  const int64_t p = group.position;
+  c.expected = [dt, members, d, p](int64_t i) { return Value(dt, members[i / d], p * d + i % d); };
+  return c;
+}
+
+const OpSpec* FindOp(const std::string& name) {
+  static const OpSpec kOps[] = {
+      {"all_gather", 0, RingFactor, AllGatherCase},
+      {"all_reduce", 1, AllReduceFactor, AllReduceCase},
+      {"reduce_scatter", 0, RingFactor, ReduceScatterCase},
+      {"all_to_all", 1, RingFactor, AllToAllCase},
+      {"batch_shard", 0, RingFactor, BatchShardCase},
+  };
+  for (const OpSpec& op : kOps) {
+    if (name == op.name) return &op;
+  }
+  Raise(ErrorCode::kInvalidArgument,
+        StrCat("collective: '", name, "' is not one of all_gather, all_reduce, reduce_scatter, ",
+               "all_to_all, batch_shard"));
+}
+
+int64_t CountWrong(const Case& c) {
+  const std::vector<float> got = c.buf->output.ToFloats();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float want = c.expected(static_cast<int64_t>(i));
+    if (!(got[i] == want)) ++wrong;
+  }
+  return wrong;
+}
+
+// Mean host time of one call in us, the slowest rank's.
+double TimeUs(const std::function<void()>& call, int iters, int warmup, MPI_Comm comm) {
+  for (int i = 0; i < warmup; ++i) call();
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) call();
+  double us = (MPI_Wtime() - start) * 1e6 / iters, slowest = 0;
+  MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return slowest;
+}
+
+struct Row {
+  int64_t per_rank_bytes, count;
+  double size_bytes, host_us, algbw, busbw, sim_us, mpi_us;
+  int64_t wrong;
+};
+
+int RunSweep(const Options& o) {
+  int rank = 0, world = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const OpSpec& op = *FindOp(o.op);
+  const DType dtype = ParseDType(o.dtype);
+  const int64_t min_bytes = ParseSize(o.min_bytes, "-b"), max_bytes = ParseSize(o.max_bytes, "-e");
+  const int g = o.group_size == 0 ? world : o.group_size;
+  if (o.factor < 2 || max_bytes < min_bytes) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("collective: -f ", o.factor, " must be >= 2 and -e (",
+                                              max_bytes, ") >= -b (", min_bytes, ")"));
+  }
+  if (o.baseline && dtype != DType::kFloat32) {
+    Raise(ErrorCode::kInvalidArgument,
+          "collective: --baseline compares fp32 data; use --dtype fp32");
+  }
+  proto::Topology spec;
+  spec.set_world_size(world);
+  spec.set_lnc(o.lnc);
+  auto* set = spec.add_replica_groups();
+  set->set_name("bench");
+  set->mutable_contiguous()->set_group_size(g);
+  const collectives::ResolvedTopology topology =
+      collectives::ResolveTopology(spec, Trn2Profile(), "collective --group-size");
+  LogicalCore lnc(o.lnc, Trn2Profile(), rank);
+  RankContext ctx(MPI_COMM_WORLD, topology, lnc);
+  const GroupComm& group = ctx.group("bench");
+
+  if (rank == 0) {
+    std::printf(
+        "# nkisim collective %s: %d ranks, groups of %d, %s, %d iterations after %d warm-up\n"
+        "# size = bytes algbw counts (nccl-tests); per-rank = bytes each rank contributes;"
+        " GB = 1e9 B; sim = simulated time\n",
+        op.name, world, g, DTypeName(dtype), o.iters, o.warmup);
+    std::printf("%12s %12s %12s %8s %11s %9s %9s %10s %7s%s\n", "size(B)", "count", "per-rank(B)",
+                "dtype", "time(us)", "algbw", "busbw", "sim(us)", "#wrong",
+                o.baseline ? "     mpi(us)  ratio" : "");
+  }
+  std::vector<Row> rows;
+  int64_t total_wrong = 0;
+  const int64_t width = static_cast<int64_t>(SizeOf(dtype));
+  for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= o.factor) {
+    const int64_t count = std::max<int64_t>(bytes / width, 1);
+    Case c = op.make(ctx, group, dtype, count);
+    collectives::CollectiveResult last;
+    const double host_us = TimeUs([&] { last = c.run(); }, o.iters, o.warmup, MPI_COMM_WORLD);
+    int64_t wrong = CountWrong(c), wrong_all = 0;
+    MPI_Allreduce(&wrong, &wrong_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    total_wrong += wrong_all;
+    const double mpi_us = o.baseline ? TimeUs(c.raw_mpi, o.iters, o.warmup, MPI_COMM_WORLD) : 0;
+    Row row{count * width, count,    0, host_us, 0, 0, (last.end_ns - last.start_ns) / 1000.0,
+            mpi_us,        wrong_all};
+    row.size_bytes = row.per_rank_bytes * (op.size_in_ranks == 0 ? g : op.size_in_ranks);
+    row.algbw = row.size_bytes / (host_us * 1e3);  // B/us -> GB/s
+    row.busbw = row.algbw * op.busbw_factor(g);
+    rows.push_back(row);
+    if (rank == 0) {
+      std::printf("%12.0f %12lld %12lld %8s %11.2f %9.3f %9.3f %10.3f %7lld", row.size_bytes,
+                  static_cast<long long>(count), static_cast<long long>(row.per_rank_bytes),
+                  DTypeName(dtype), host_us, row.algbw, row.busbw, row.sim_us,
+                  static_cast<long long>(wrong_all));
+      if (o.baseline) std::printf(" %11.2f %6.3f", mpi_us, host_us / mpi_us);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  if (rank == 0 && !o.json_path.empty()) {
+    nlohmann::json j = {{"op", op.name},
+                        {"ranks", world},
+                        {"group_size", g},
+                        {"dtype", DTypeName(dtype)},
+                        {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows) {
+      j["rows"].push_back({{"size_bytes", r.size_bytes},
+                           {"count", r.count},
+                           {"per_rank_bytes", r.per_rank_bytes},
+                           {"host_us", r.host_us},
+                           {"algbw_gbps", r.algbw},
+                           {"busbw_gbps", r.busbw},
+                           {"sim_us", r.sim_us},
+                           {"wrong", r.wrong},
+                           {"mpi_us", r.mpi_us}});
+    }
+    std::ofstream(o.json_path) << j.dump(2) << "\n";
+  }
+  if (rank == 0) {
+    std::printf("# %s: %lld wrong element(s) in all\n", total_wrong ? "FAIL" : "PASS",
+                static_cast<long long>(total_wrong));
+  }
+  return total_wrong ? 1 : 0;
+}
+
+}  // namespace
+
+void AddCollectiveCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "collective", "Sweep one collective over sizes under mpirun (nccl-tests style)");
+  cmd->add_option("op", o->op,
+                  "all_gather | all_reduce | reduce_scatter | all_to_all | batch_shard")
+      ->required();
+  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest per-rank size (K, M, G suffixes)")
+      ->capture_default_str();
+  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest per-rank size")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", o->factor, "size multiplier between rows")
+      ->capture_default_str();
+  cmd->add_option("-d,--dtype", o->dtype, "element type")->capture_default_str();
+  cmd->add_option("-g,--group-size", o->group_size,
+                  "ranks per replica group (contiguous blocks); default: the whole world");
+  cmd->add_option("-n,--iters", o->iters, "timed calls per size")->capture_default_str();
+  cmd->add_option("-w,--warmup", o->warmup, "untimed calls per size")->capture_default_str();
+  cmd->add_option("--lnc", o->lnc, "physical cores per rank")
+      ->check(CLI::IsMember({1, 2}))
+      ->capture_default_str();
+  cmd->add_flag("--baseline", o->baseline,
+                "also time the raw MPI call on the same communicator and buffers; print the ratio");
+  cmd->add_option("--json", o->json_path, "also write the rows as JSON");
+  cmd->callback([o, exit_code] {
+    MPI_Init(nullptr, nullptr);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    try {
+      *exit_code = RunSweep(*o);
+    } catch (const Error& e) {
+      // Every rank that fails reports; MPI_Abort ends the job so no rank waits forever.
+      std::fprintf(stderr, "nkisim: rank %d: %s: %s\n", rank, ErrorCodeName(e.code()), e.what());
+      MPI_Abort(MPI_COMM_WORLD, ExitCodeFor(e.code()));
+    }
+    MPI_Finalize();
+  });
+}
+
+}  // namespace nkisim::launcher

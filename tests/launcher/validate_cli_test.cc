@@ -1,0 +1,71 @@
+// `nkisim validate` as a user runs it: every bad configuration ends promptly with a nonzero exit
+// and a message naming the field and the rule; the shipped examples validate.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+// Runs the nkisim binary with `args` under a 10 s timeout; stdout and stderr together.
+CommandResult RunNkisim(const std::string& args) {
+  const std::string command = "timeout 10 " + std::string(NKISIM_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> chunk;
+  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+const std::string kSource = NKISIM_SOURCE_DIR;
+
+TEST(ValidateCliTest, BadConfigurationsExitWithBadConfigAndTheMessage) {
+  std::ifstream manifest(kSource + "/tests/collectives/bad_configs/expected_errors.txt");
+  int cases = 0;
+  for (std::string line; std::getline(manifest, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find(" | ");
+    const std::string file = line.substr(0, bar), fragment = line.substr(bar + 3);
+    const CommandResult r = RunNkisim("validate " + kSource + "/tests/collectives/bad_configs/" + file);
+    EXPECT_EQ(r.exit_code, 14) << file << ":\n" << r.output;  // 10 + kBadConfig
+    EXPECT_THAT(r.output, HasSubstr(fragment)) << file;
+    EXPECT_THAT(r.output, HasSubstr("nkisim: bad config:")) << file;
+    ++cases;
+  }
+  EXPECT_GE(cases, 15);
+}
+
+TEST(ValidateCliTest, MissingFileAndMissingArgument) {
+  const CommandResult missing = RunNkisim("validate /nonexistent/topology.textproto");
+  EXPECT_EQ(missing.exit_code, 14);
+  EXPECT_THAT(missing.output, HasSubstr("cannot open topology file"));
+  EXPECT_EQ(RunNkisim("validate").exit_code, 2);  // usage error
+}
+
+TEST(ValidateCliTest, ShippedExamplesValidate) {
+  for (const char* file : {"tp64_tp8dp8.textproto", "reference_batch_shard.textproto",
+                           "strided_dp.json"}) {
+    const CommandResult r = RunNkisim("validate " + kSource + "/configs/topologies/" + file);
+    EXPECT_EQ(r.exit_code, 0) << file << ":\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(": valid"));
+  }
+  const CommandResult tp64 = RunNkisim("validate " + kSource + "/configs/topologies/tp64_tp8dp8.textproto");
+  EXPECT_THAT(tp64.output, HasSubstr("replica group set 'gqa': 8 groups of 8 ranks"));
+  EXPECT_THAT(tp64.output, HasSubstr("iota_workers: [0, 4, 8, 12, 16, 20, 24, 28, 0, 4"));
+}
+
+}  // namespace
