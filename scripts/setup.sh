@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev          # MPI: the distributed engine
-  libboost-dev                        # Boost.Asio, Boost.Process (header-only)
+  libboost-dev libboost-filesystem-dev  # Boost.Asio (header-only), Boost.Process (needs Filesystem)
   libprotobuf-dev protobuf-compiler   # configs, profiles, control-plane messages
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
