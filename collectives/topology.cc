@@ -1,29 +1,14 @@
 #include "collectives/topology.h"
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <sstream>
 
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 
 namespace nkisim::collectives {
 namespace {
-
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
 
 std::string Quoted(const proto::ReplicaGroupSet& set, int index) {
   return StrCat("replica_groups[", index, "]",
@@ -240,29 +225,12 @@ const GroupSet& ResolvedTopology::group_set(const std::string& name) const {
 
 proto::Topology ParseTopology(const std::string& text, const std::string& source_name) {
   proto::Topology topology;
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    const auto status = google::protobuf::util::JsonStringToMessage(text, &topology);
-    if (!status.ok()) {
-      Raise(ErrorCode::kBadConfig, StrCat(source_name, ": JSON: ", status.message().ToString()));
-    }
-    return topology;
-  }
-  google::protobuf::TextFormat::Parser parser;
-  FirstError errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &topology)) {
-    Raise(ErrorCode::kBadConfig, StrCat(source_name, ":", errors.first()));
-  }
+  ParseConfigText(text, source_name, &topology);
   return topology;
 }
 
 proto::Topology LoadTopology(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open topology file"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseTopology(text.str(), path);
+  return ParseTopology(ReadConfigFile(path, "topology file"), path);
 }
 
 std::vector<std::string> CheckTopology(const proto::Topology& topology,

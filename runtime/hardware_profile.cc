@@ -1,11 +1,6 @@
 #include "runtime/hardware_profile.h"
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-
-#include <fstream>
-#include <sstream>
-
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 
 namespace nkisim {
@@ -48,17 +43,6 @@ HardwareProfile MakeTrn2() {
   return p;
 }
 
-class CollectingErrors : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
-
 }  // namespace
 
 const HardwareProfile& Trn2Profile() {
@@ -68,22 +52,13 @@ const HardwareProfile& Trn2Profile() {
 
 HardwareProfile ParseHardwareProfile(const std::string& text, const std::string& source_name) {
   HardwareProfile profile = Trn2Profile();
-  google::protobuf::TextFormat::Parser parser;
-  CollectingErrors errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.MergeFromString(text, &profile)) {
-    Raise(ErrorCode::kBadConfig, StrCat(source_name, ":", errors.first()));
-  }
+  ParseConfigText(text, source_name, &profile);
   ValidateHardwareProfile(profile, source_name);
   return profile;
 }
 
 HardwareProfile LoadHardwareProfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open hardware profile"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseHardwareProfile(text.str(), path);
+  return ParseHardwareProfile(ReadConfigFile(path, "hardware profile"), path);
 }
 
 void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source_name) {

@@ -1,0 +1,56 @@
+#include "runtime/config_file.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+namespace {
+
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) first_ = StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+}  // namespace
+
+void ParseConfigText(const std::string& text, const std::string& source,
+                     google::protobuf::Message* message) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    std::unique_ptr<google::protobuf::Message> parsed(message->New());
+    const auto status = google::protobuf::util::JsonStringToMessage(text, parsed.get());
+    if (!status.ok()) {
+      Raise(ErrorCode::kBadConfig, StrCat(source, ": JSON: ", status.message().ToString()));
+    }
+    message->MergeFrom(*parsed);
+    return;
+  }
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.MergeFromString(text, message)) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
+  }
+}
+
+std::string ReadConfigFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace nkisim

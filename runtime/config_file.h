@@ -1,0 +1,20 @@
+// Reading configuration files written as protobuf text format or its JSON mapping (chosen by
+// content: JSON when the first non-blank character is '{'). Shared by hardware profiles,
+// topologies and scenarios, so they all report errors the same way.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+namespace nkisim {
+
+// Parses `text` into `message` (merged over what it holds). Throws Error(kBadConfig)
+// "source:line:column: message" for text format, "source: JSON: message" for JSON.
+void ParseConfigText(const std::string& text, const std::string& source,
+                     google::protobuf::Message* message);
+
+// The whole file; throws Error(kBadConfig) "path: cannot open <what>".
+std::string ReadConfigFile(const std::string& path, const std::string& what);
+
+}  // namespace nkisim
