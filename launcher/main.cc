@@ -8,6 +8,7 @@
 
 #include "launcher/collective_command.h"
 #include "launcher/demo_command.h"
+#include "launcher/example_command.h"
 #include "launcher/validate_command.h"
 #include "runtime/error.h"
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "nkisim 0.1.0");
   int exit_code = 0;
   nkisim::launcher::AddDemoCommand(app, &exit_code);
+  nkisim::launcher::AddExampleCommand(app, &exit_code);
   nkisim::launcher::AddValidateCommand(app, &exit_code);
   nkisim::launcher::AddCollectiveCommand(app, &exit_code);
   CLI::App* kernel = app.add_subcommand(

@@ -1,7 +1,6 @@
 #include "runtime/trace.h"
 
 #include <fstream>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -9,36 +8,59 @@
 
 namespace nkisim {
 
+void ChromeTrace::NameProcess(int pid, const std::string& name) { process_names_[pid] = name; }
+
+void ChromeTrace::NameThread(int pid, int tid, const std::string& name) {
+  thread_names_[{pid, tid}] = name;
+}
+
+void ChromeTrace::AddEvent(Event event) { events_.push_back(std::move(event)); }
+
 void ChromeTrace::AddProcess(int pid, const std::string& name, const Timeline& timeline) {
-  processes_.push_back({pid, name, timeline.records()});
+  NameProcess(pid, name);
+  for (const InstructionRecord& r : timeline.records()) {
+    const int tid = EngineIndex(r.engine);
+    NameThread(pid, tid, EngineName(r.engine));
+    AddEvent({r.name, EngineName(r.engine), pid, tid, r.start_ns, r.end_ns, r.bytes, r.flops,
+              r.shapes.data()});
+  }
+}
+
+void ChromeTrace::AddCore(int pid, int core, const std::vector<InstructionRecord>& records) {
+  for (const InstructionRecord& r : records) {
+    const int tid = CoreEngineTid(core, r.engine);
+    NameThread(pid, tid, StrCat("core ", core, " ", EngineName(r.engine)));
+    AddEvent({r.name, EngineName(r.engine), pid, tid, r.start_ns, r.end_ns, r.bytes, r.flops,
+              r.shapes.data()});
+  }
 }
 
 std::string ChromeTrace::ToJson() const {
   using nlohmann::json;
   json events = json::array();
-  for (const Process& p : processes_) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", p.pid}, {"tid", 0},
-                      {"args", {{"name", p.name}}}});
-    std::set<int> engines;
-    for (const InstructionRecord& r : p.records) {
-      engines.insert(EngineIndex(r.engine));
-      events.push_back({{"name", r.name},
-                        {"cat", EngineName(r.engine)},
-                        {"ph", "X"},
-                        {"ts", r.start_ns / 1000.0},
-                        {"dur", (r.end_ns - r.start_ns) / 1000.0},
-                        {"pid", p.pid},
-                        {"tid", EngineIndex(r.engine)},
-                        {"args",
-                         {{"start_ns", r.start_ns}, {"end_ns", r.end_ns}, {"operands", r.shapes.data()},
-                          {"bytes", r.bytes}, {"flops", r.flops}}}});
-    }
-    for (int e : engines) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", p.pid}, {"tid", e},
-                        {"args", {{"name", EngineName(static_cast<Engine>(e))}}}});
-      events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", p.pid}, {"tid", e},
-                        {"args", {{"sort_index", e}}}});
-    }
+  for (const auto& [pid, name] : process_names_) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                      {"args", {{"sort_index", pid}}}});
+  }
+  for (const auto& [key, name] : thread_names_) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", key.second},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", key.first},
+                      {"tid", key.second}, {"args", {{"sort_index", key.second}}}});
+  }
+  for (const Event& e : events_) {
+    events.push_back({{"name", e.name},
+                      {"cat", e.category},
+                      {"ph", "X"},
+                      {"ts", e.start_ns / 1000.0},
+                      {"dur", (e.end_ns - e.start_ns) / 1000.0},
+                      {"pid", e.pid},
+                      {"tid", e.tid},
+                      {"args",
+                       {{"start_ns", e.start_ns}, {"end_ns", e.end_ns}, {"operands", e.operands},
+                        {"bytes", e.bytes}, {"flops", e.flops}}}});
   }
   json trace = {{"traceEvents", events},
                 {"displayTimeUnit", "ns"},

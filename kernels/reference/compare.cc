@@ -19,8 +19,11 @@ std::string Comparison::ToString() const {
   return line;
 }
 
-Comparison Compare(const std::vector<float>& actual, const std::vector<float>& golden,
-                   const Tolerance& tolerance) {
+namespace {
+
+template <typename Golden>
+Comparison CompareTo(const std::vector<float>& actual, const std::vector<Golden>& golden,
+                     const Tolerance& tolerance) {
   if (actual.size() != golden.size()) {
     Raise(ErrorCode::kInvalidArgument, StrCat("compare: actual has ", actual.size(),
                                               " elements, golden has ", golden.size()));
@@ -43,6 +46,18 @@ Comparison Compare(const std::vector<float>& actual, const std::vector<float>& g
     if (std::isnan(rel) || rel > c.max_rel_error) c.max_rel_error = rel;
   }
   return c;
+}
+
+}  // namespace
+
+Comparison Compare(const std::vector<float>& actual, const std::vector<float>& golden,
+                   const Tolerance& tolerance) {
+  return CompareTo(actual, golden, tolerance);
+}
+
+Comparison Compare(const std::vector<float>& actual, const std::vector<double>& golden,
+                   const Tolerance& tolerance) {
+  return CompareTo(actual, golden, tolerance);
 }
 
 }  // namespace nkisim::reference

@@ -29,5 +29,7 @@ struct Comparison {
 
 Comparison Compare(const std::vector<float>& actual, const std::vector<float>& golden,
                    const Tolerance& tolerance);
+Comparison Compare(const std::vector<float>& actual, const std::vector<double>& golden,
+                   const Tolerance& tolerance);
 
 }  // namespace nkisim::reference

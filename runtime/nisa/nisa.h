@@ -7,8 +7,11 @@
 #include "runtime/nisa/activation_functions.h"
 #include "runtime/nisa/alu.h"
 #include "runtime/nisa/dma.h"
+#include "runtime/nisa/dma_descriptors.h"
 #include "runtime/nisa/elementwise.h"
+#include "runtime/nisa/gather.h"
 #include "runtime/nisa/matmul.h"
+#include "runtime/nisa/random.h"
 #include "runtime/nisa/reduce.h"
 
 namespace nkisim::nisa {

@@ -62,7 +62,8 @@ TEST(TraceTest, WritesFileAndRefusesBadPath) {
       (std::filesystem::temp_directory_path() / "nkisim_trace_test.json").string();
   trace.WriteFile(path);
   std::ifstream in(path);
-  EXPECT_EQ(nlohmann::json::parse(in)["traceEvents"].size(), 2u + 1 + 4);  // 2 X, process, 2x2 thread
+  // 2 X events, process name and sort index, name and sort index of 2 threads.
+  EXPECT_EQ(nlohmann::json::parse(in)["traceEvents"].size(), 2u + 2 + 4);
   std::remove(path.c_str());
   EXPECT_THROW(trace.WriteFile("/nonexistent-dir/t.json"), Error);
 }
@@ -80,6 +81,24 @@ TEST(TimelineTest, SummaryCountsBusyTimeFlopsAndBytes) {
   EXPECT_NE(text.find("simulated time 4900.0 ns"), std::string::npos);
   EXPECT_NE(text.find("TFLOP/s"), std::string::npos);
   EXPECT_NE(text.find("busy %"), std::string::npos);
+}
+
+TEST(TraceTest, CoresOfOneProcessGetTheirOwnEngineThreads) {
+  ChromeTrace trace;
+  trace.NameProcess(3, "rank 3");
+  trace.AddCore(3, 1, TwoInstructions().records());
+  const nlohmann::json j = nlohmann::json::parse(trace.ToJson());
+  bool named = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "nc_matmul") {
+      EXPECT_EQ(e["tid"], ChromeTrace::CoreEngineTid(1, Engine::kPE));
+    }
+    if (e["name"] == "thread_name" && e["tid"] == ChromeTrace::CoreEngineTid(1, DmaQueue(3))) {
+      named = e["args"]["name"] == "core 1 DMA3";
+    }
+  }
+  EXPECT_TRUE(named);
+  EXPECT_NE(ChromeTrace::CoreEngineTid(0, Engine::kPE), ChromeTrace::CoreEngineTid(1, Engine::kPE));
 }
 
 }  // namespace
