@@ -48,7 +48,8 @@ uint64_t CounterRng::Bits(uint64_t index) const { return Mix64(key_ + (index + 1
 
 float CounterRng::Uniform(uint64_t index, float lo, float hi) const {
   CheckRange("CounterRng::Uniform", lo, hi);
-  const double u = std::ldexp(static_cast<double>(Bits(index) >> 40), -24);  // [0, 1 - 2^-24]
+  constexpr double kTwoToMinus24 = 1.0 / (1 << 24);  // exact; a multiply, not ldexp (hot path)
+  const double u = static_cast<double>(Bits(index) >> 40) * kTwoToMinus24;  // [0, 1 - 2^-24]
   const double lo_d = lo;
   const float value = static_cast<float>(lo_d + (static_cast<double>(hi) - lo_d) * u);
   // Rounding to fp32 can land on hi itself; the largest float below hi keeps the range half-open.

@@ -208,6 +208,12 @@ void TensorView::set(const std::vector<int64_t>& index, float value) const {
 }
 
 std::vector<float> TensorView::ToFloats() const {
+  if (is_contiguous()) {  // one bulk conversion instead of a call per element
+    std::vector<float> out(static_cast<size_t>(numel()));
+    ToFloat(dtype_, buffer_->data() + offset_ * static_cast<int64_t>(SizeOf(dtype_)), out.data(),
+            out.size());
+    return out;
+  }
   std::vector<float> out;
   out.reserve(static_cast<size_t>(numel()));
   const size_t width = SizeOf(dtype_);
@@ -224,6 +230,10 @@ void TensorView::FromFloats(const std::vector<float>& values) const {
   }
   const size_t width = SizeOf(dtype_);
   std::byte* base = buffer_->data();
+  if (is_contiguous()) {
+    FromFloat(dtype_, values.data(), base + offset_ * static_cast<int64_t>(width), values.size());
+    return;
+  }
   size_t i = 0;
   ForEachOffset([&](int64_t off) { FromFloat(dtype_, values[i++], base + off * width); });
 }

@@ -32,8 +32,14 @@ Endpoint FromTile(const char* role, const Tile& t) {
 }
 
 Endpoint FromTensor(const char* role, const TensorView& v) {
-  return {role, StrCat("'", v.name(), "' ", ShapeString(v.shape()), " ", DTypeName(v.dtype()), " HBM"),
-          v.buffer().data(), v.dtype(), v.shape(), v.strides(), v.offset(), true};
+  return {role,
+          StrCat("'", v.name(), "' ", ShapeString(v.shape()), " ", DTypeName(v.dtype()), " HBM"),
+          v.buffer().data(),
+          v.dtype(),
+          v.shape(),
+          v.strides(),
+          v.offset(),
+          true};
 }
 
 // Applies a run-time offset read from its index tensor; checks the window stays in bounds.
@@ -46,20 +52,20 @@ void ApplyDynamicOffset(Issue& issue, Endpoint& e, const DynamicOffset& d) {
                  " must hold exactly one integer element"));
   }
   if (d.dim < 0 || d.dim >= static_cast<int>(e.shape.size())) {
-    Raise(ErrorCode::kInvalidArgument, StrCat(kInst, ": dynamic offset dim ", d.dim, " outside the ",
-                                              e.role, " view ", e.what));
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": dynamic offset dim ", d.dim, " outside the ", e.role, " view ", e.what));
   }
   int64_t value = 0;
   d.index.ForEachOffset([&](int64_t off) {
-    value = static_cast<int64_t>(ToFloat(d.index.dtype(),
-                                         d.index.buffer().data() + off * SizeOf(d.index.dtype())));
+    value = static_cast<int64_t>(
+        ToFloat(d.index.dtype(), d.index.buffer().data() + off * SizeOf(d.index.dtype())));
   });
   const int64_t start = value * d.scale;
   if (start < 0 || start + e.shape[d.dim] > d.extent) {
     Raise(ErrorCode::kInvalidArgument,
-          StrCat(kInst, ": dynamic offset read from '", d.index.name(), "' is ", value, " (x", d.scale,
-                 " = ", start, "); the ", e.role, " window of ", e.shape[d.dim], " along dim ", d.dim,
-                 " must stay inside [0, ", d.extent, ")"));
+          StrCat(kInst, ": dynamic offset read from '", d.index.name(), "' is ", value, " (x",
+                 d.scale, " = ", start, "); the ", e.role, " window of ", e.shape[d.dim],
+                 " along dim ", d.dim, " must stay inside [0, ", d.extent, ")"));
   }
   e.offset += start * e.strides[d.dim];
 }
@@ -78,8 +84,8 @@ void DropUnitDims(Shape& shape, Shape& strides) {
 
 // Visits a box of `shape` in row-major order with two stride sets at once: fn(offset_a, offset_b).
 template <typename Fn>
-void ForEachOffsetPair(const Shape& shape, const Shape& strides_a, int64_t a, const Shape& strides_b,
-                       int64_t b, Fn&& fn) {
+void ForEachOffsetPair(const Shape& shape, const Shape& strides_a, int64_t a,
+                       const Shape& strides_b, int64_t b, Fn&& fn) {
   const int rank = static_cast<int>(shape.size());
   if (NumElements(shape) == 0) return;
   int64_t index[kMaxRank + 1] = {};
@@ -111,13 +117,23 @@ void Copy(Issue& issue, Endpoint dst, Endpoint src) {
   }
   const size_t dw = SizeOf(dst.dtype), sw = SizeOf(src.dtype);
   const bool same_dtype = dst.dtype == src.dtype;
-  ForEachOffsetPair(ds, dstr, dst.offset, sstr, src.offset, [&](int64_t d, int64_t s) {
-    if (same_dtype) {
-      std::memcpy(dst.base + d * dw, src.base + s * sw, sw);
-    } else {
-      FromFloat(dst.dtype, ToFloat(src.dtype, src.base + s * sw), dst.base + d * dw);
-    }
-  });
+  if (same_dtype && !ds.empty() && dstr.back() == 1 && sstr.back() == 1) {
+    // Contiguous rows on both sides: one memcpy per row.
+    const size_t row_bytes = static_cast<size_t>(ds.back()) * dw;
+    Shape outer(ds.begin(), ds.end() - 1), outer_d(dstr.begin(), dstr.end() - 1),
+        outer_s(sstr.begin(), sstr.end() - 1);
+    ForEachOffsetPair(outer, outer_d, dst.offset, outer_s, src.offset, [&](int64_t d, int64_t s) {
+      std::memcpy(dst.base + d * dw, src.base + s * sw, row_bytes);
+    });
+  } else {
+    ForEachOffsetPair(ds, dstr, dst.offset, sstr, src.offset, [&](int64_t d, int64_t s) {
+      if (same_dtype) {
+        std::memcpy(dst.base + d * dw, src.base + s * sw, sw);
+      } else {
+        FromFloat(dst.dtype, ToFloat(src.dtype, src.base + s * sw), dst.base + d * dw);
+      }
+    });
+  }
 
   NeuronCore& core = issue.core();
   const HardwareProfile& prof = core.profile();
@@ -148,7 +164,8 @@ void CheckNoOffset(const std::optional<DynamicOffset>& offset, const char* side)
 
 void CheckWritableTile(const Tile& dst) {
   if (dst.memory() != MemorySpace::kSbuf) {
-    Illegal(kInst, "dst", dst, "DMA writes on-chip memory only in SBUF (PSUM is written by engines)");
+    Illegal(kInst, "dst", dst,
+            "DMA writes on-chip memory only in SBUF (PSUM is written by engines)");
   }
 }
 
