@@ -8,7 +8,10 @@
 
 #include "launcher/collective_command.h"
 #include "launcher/demo_command.h"
+#include "launcher/kernel_qkv_command.h"
 #include "launcher/example_command.h"
+#include "launcher/kernel_oproj_command.h"
+#include "launcher/run_command.h"
 #include "launcher/validate_command.h"
 #include "runtime/error.h"
 
@@ -20,10 +23,13 @@ int main(int argc, char** argv) {
   nkisim::launcher::AddDemoCommand(app, &exit_code);
   nkisim::launcher::AddExampleCommand(app, &exit_code);
   nkisim::launcher::AddValidateCommand(app, &exit_code);
+  nkisim::launcher::AddRunCommand(app, &exit_code);
   nkisim::launcher::AddCollectiveCommand(app, &exit_code);
   CLI::App* kernel = app.add_subcommand(
       "kernel", "Run one kernel case on one logical core: outputs, cost summary, trace, golden check");
   kernel->require_subcommand(1);
+  nkisim::launcher::AddKernelQkvCommand(*kernel, &exit_code);
+  nkisim::launcher::AddKernelOprojCommand(*kernel, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

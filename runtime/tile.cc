@@ -19,10 +19,11 @@ TileBuffer::TileBuffer(NeuronCore* core, std::shared_ptr<OnChipAllocator> alloca
   offset_ = allocator_->Allocate(StrCat("'", name_, "' ", ShapeString(full), " ", DTypeName(dtype_)),
                                  row_bytes);
   data_.resize(row_bytes * static_cast<uint64_t>(partitions_));
-  if (IsFloat(dtype_)) {  // uninitialised float memory reads as NaN
-    std::vector<float> nans(static_cast<size_t>(row_elements_ * partitions_),
-                            std::numeric_limits<float>::quiet_NaN());
-    FromFloat(dtype_, nans.data(), data_.data(), nans.size());
+  if (IsFloat(dtype_)) {  // uninitialised float memory reads as NaN: encode once, replicate
+    std::byte nan[4];
+    FromFloat(dtype_, std::numeric_limits<float>::quiet_NaN(), nan);
+    const size_t width = SizeOf(dtype_);
+    for (size_t i = 0; i < data_.size(); i += width) std::memcpy(&data_[i], nan, width);
   }
 }
 

@@ -1,0 +1,65 @@
+// The quantization steps around the output projection's matmul and its PSUM -> SBUF eviction.
+//   STATIC: the attention is quantized as x * (1 / s_in) stored into the fp8 weight dtype, whose
+//           saturating conversion (runtime/dtype.h) is the reference's clip to +-max(fp8); the
+//           fp32 product is dequantized by s_w * s_in.
+//   ROW:    the product is dequantized by s_w[h], one scale per output column.
+// The bias is added last, after the dequantization, as the reference does.
+// All functions issue instructions on the calling thread's current core.
+#pragma once
+
+#include "kernels/output_projection/tiling.h"
+#include "runtime/neuron_core.h"
+#include "runtime/tensor_view.h"
+#include "runtime/tile.h"
+#include "runtime/timeline.h"
+
+namespace nkisim::kernels::oproj {
+
+// Per-partition columns derived from the STATIC scales (input_scale and weight_scale are HBM
+// [P, 1] tensors with identical rows, P = partitions).
+struct StaticScales {
+  Tile inverse_input;  // [P, 1] fp32: 1 / s_in
+  Tile dequant;        // [P, 1] fp32: s_w * s_in
+};
+StaticScales LoadStaticScales(NeuronCore& core, const TensorView& input_scale,
+                              const TensorView& weight_scale);
+
+// A new tile of x's shape in dtype (fp8): x * inverse_input, saturated to +-MaxValue(dtype).
+// Runs on GpSimd, which the evictions do not use, so it never delays one.
+// REQUIRES: inverse_input has at least x.partitions() partitions.
+Tile Quantize(const Tile& x, const Tile& inverse_input, DType dtype);
+
+// The terms of out = psum * scale + bias for one PSUM group, each optional (an invalid Tile) and
+// each either a per-partition column [P, 1] or a tile of the psum's shape along the free axis.
+struct EvictionTerms {
+  Tile scale_column;
+  Tile scale_row;
+  Tile bias_column;
+  Tile bias_row;
+};
+
+// dst = psum * scale + bias (fp32 arithmetic, one rounding into dst's dtype per instruction) on
+// engine: one instruction for every combination but a row scale with a bias (two).
+void Evict(const Tile& dst, const Tile& psum, const EvictionTerms& terms, Engine engine);
+
+// The terms of a block of output columns in the row layout: a dequant column shared by all
+// groups, and rows [P, cols] loaded in pieces (bias, ROW scale).
+struct Epilogue {
+  Tile scale_column;
+  PiecedTile scale_row;
+  PiecedTile bias_row;
+  // The terms for a psum of `partitions` partitions covering `columns` of the block.
+  EvictionTerms Cut(int64_t partitions, const Range& columns) const;
+};
+
+// Alternates evictions between Vector and Scalar (the reference's parity rule) so that an
+// eviction overlaps the next group's matmuls on the other engine.
+class EvictionEngines {
+ public:
+  Engine Next() { return count_++ % 2 == 0 ? Engine::kVector : Engine::kScalar; }
+
+ private:
+  int64_t count_ = 0;
+};
+
+}  // namespace nkisim::kernels::oproj

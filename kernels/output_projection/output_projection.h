@@ -1,0 +1,20 @@
+// The inputs both output-projection kernels take (output_projection_cte.h and
+// output_projection_tkg.h add their outputs and options): the reference signatures' tensors, with
+// an invalid TensorView meaning "not given". Sizes in elements.
+#pragma once
+
+#include "kernels/output_projection/quantization.h"
+#include "runtime/tensor_view.h"
+
+namespace nkisim::kernels {
+
+struct OutputProjectionInputs {
+  TensorView attention;  // CTE [B, N, D, S]; TKG [D, B, N, S]; float, contiguous
+  TensorView weight;     // [N * D, H], contiguous; fp8 for STATIC and ROW
+  TensorView bias;       // [1, H], or invalid: no bias
+  QuantizationType quantization = QuantizationType::kNone;
+  TensorView input_scale;   // STATIC: [128, 1]
+  TensorView weight_scale;  // STATIC: [128, 1]; ROW (TKG only): [128, H], rows identical
+};
+
+}  // namespace nkisim::kernels

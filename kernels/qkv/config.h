@@ -1,0 +1,59 @@
+// Internal to kernels/qkv: the sizes and dtypes one qkv call derives from its parameters, shared by
+// validation, dispatch and the two variants. Callers outside kernels/qkv include qkv.h only.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/qkv/qkv.h"
+#include "runtime/dtype.h"
+#include "runtime/hardware_profile.h"
+
+namespace nkisim::kernels {
+
+struct QkvConfig {
+  QkvVariant variant = QkvVariant::kTkg;
+  int lnc = 1;
+  int64_t b = 0, s = 0, h = 0, i = 0;
+  int64_t tokens = 0;  // B * S, the rows of the fused [B * S, I] result
+  // Head geometry; 0 when not given (CTE infers d = I / (n_q + 2 n_kv) from the head counts).
+  int64_t d = 0, n_q = 0, n_kv = 0;
+  int64_t q_dim = 0, kv_dim = 0;  // n_q * d and n_kv * d when all three are known
+  NormType norm = NormType::kNoNorm;
+  QuantizationType quant = QuantizationType::kNone;
+  double eps = 0;
+  double hidden_actual = 0;                // the RMS divisor: hidden_actual if given, else H
+  DType io_dtype = DType::kBFloat16;       // input, fused_hidden
+  DType compute_dtype = DType::kBFloat16;  // matmul operands: bf16 for fp32 input, else io_dtype
+  DType weight_dtype = DType::kBFloat16;   // as stored in HBM
+  DType out_dtype = DType::kBFloat16;
+  int64_t partitions = 128;  // profile partitions: the PE contraction tile and the P_MAX limit
+  int64_t bank_cols = 512;   // profile pe_max_moving_free: one PSUM bank of fp32
+
+  bool quantized() const {
+    return quant == QuantizationType::kStatic || quant == QuantizationType::kRow;
+  }
+  bool has_heads() const { return q_dim > 0; }
+  // TKG: the 128-row H subtiles of one core's shard, H / (partitions * LNC).
+  int64_t shard_subtiles() const { return h / (partitions * lnc); }
+  // The dtype the matmul's stationary (input) operand takes: the weights' fp8 for STATIC.
+  DType matmul_input_dtype() const {
+    return quant == QuantizationType::kStatic ? weight_dtype : compute_dtype;
+  }
+  // The dtype the weights take in SBUF: fp8 as stored when quantized, else the compute dtype.
+  DType matmul_weight_dtype() const { return quantized() ? weight_dtype : compute_dtype; }
+};
+
+// TKG splits the norm's tokens between the two cores above these B * S (rmsnorm_tkg.py:31,
+// layernorm_tkg.py:36); the fused residual add then needs an even B * S (qkv_tkg.py:714).
+inline constexpr int64_t kTkgRmsNormSplitTokens = 18;
+inline constexpr int64_t kTkgLayerNormSplitTokens = 10;
+bool TkgSplitsNormTokens(const QkvConfig& cfg);
+
+// REQUIRES: input is [B, S, H] and fused_qkv_weights [H', I] (ValidateQkv checks this first).
+QkvConfig MakeQkvConfig(const QkvParams& params, const HardwareProfile& profile, int lnc,
+                        QkvVariant variant);
+
+// The output tensor's shape for cfg's layout: BSD [B, S, I] or NBSd [I / d, B, S, d].
+Shape QkvOutputShape(const QkvConfig& cfg, QkvOutputLayout layout);
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,318 @@
+// QKV CTE (prefill), after qkv_cte.py: tokens on the partitions in tiles of up to 128 rows, the
+// normalised input transposed on the PE array so H is the contraction, one fused matmul per
+// column bank (<= 512 columns of I, a multiple of d with fused RoPE so no head straddles banks).
+//
+// LNC = 2 splits the token rows: when S < 640 * LNC the rows are B * S folded into one axis,
+// otherwise each batch's sequence is split; shard 0 takes the floor half. A core with no rows
+// only joins the final core_barrier (qkv_cte.py:447-451, 606-607).
+//
+// Loop order: tiles are grouped into blocks whose transposed inputs stay in SBUF; for each column
+// bank, the bank's weight slab (H / 128 subtiles) streams through a WeightStream ring and serves
+// every tile of the block, so the weights cross HBM once per block. Bank 0 of a block also runs
+// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). At eviction
+// the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
+// first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
+#include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "kernels/qkv/cte_prologue.h"
+#include "kernels/qkv/epilogue.h"
+#include "kernels/qkv/tiling.h"
+#include "kernels/qkv/variants.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::kernels {
+namespace {
+
+using nisa::AluOp;
+
+constexpr int64_t kCteFoldSeqPerCore = 640;  // S < 640 * LNC folds [B, S] into B * S rows
+constexpr int64_t kLookaheadChunks = 8;      // weight chunks prefetched past a bank's slab
+constexpr int kEvictionRing = 3;             // eviction buffers in flight
+// A bank's store as four DMAs of a quarter of the rows on four queues: a quarter of the latency
+// (which matters for the last one), and the queues have room to spare in a PE-bound kernel.
+constexpr int64_t kStorePieces = 4;
+
+struct RowTile {
+  int64_t r0, n;
+};
+
+// This core's token rows, cut into tiles of at most `partitions` rows.
+std::vector<RowTile> CoreRowTiles(const QkvConfig& cfg, int s) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  auto half = [&](int64_t lo, int64_t hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    ranges.emplace_back(s == 0 ? lo : mid, s == 0 ? mid : hi);
+  };
+  if (cfg.lnc == 1) {
+    ranges.emplace_back(0, cfg.tokens);
+  } else if (cfg.s < kCteFoldSeqPerCore * cfg.lnc) {
+    half(0, cfg.tokens);
+  } else {
+    for (int64_t b = 0; b < cfg.b; ++b) half(b * cfg.s, (b + 1) * cfg.s);
+  }
+  std::vector<RowTile> tiles;
+  for (const auto& [lo, hi] : ranges) {
+    for (int64_t r = lo; r < hi; r += cfg.partitions)
+      tiles.push_back({r, std::min(cfg.partitions, hi - r)});
+  }
+  return tiles;
+}
+
+struct CtePlan {
+  int64_t width = 0;        // columns per accumulation group
+  int64_t hc = 0;           // H subtiles per weight chunk
+  int64_t h_chunks = 0;     // chunks per column bank
+  int64_t block_tiles = 1;  // row tiles sharing one pass over the weights
+  int64_t slots = 1;        // weight ring size
+};
+
+// Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two
+// tiles' transposed inputs; failing that, one tile per block and the weights re-streamed for
+// every tile. per_tile: SBUF bytes per partition each tile of a block holds.
+CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
+                int64_t dma_target, bool rope) {
+  const int64_t np = cfg.partitions, h1 = cfg.h / np;
+  const int64_t wbytes = static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
+  const int64_t unit = rope ? cfg.d : 1;
+  const int64_t base = std::min(cfg.i, cfg.bank_cols / unit * unit);
+  auto chunking = [&](int64_t width) {
+    CtePlan plan;
+    plan.width = width;
+    plan.hc = std::clamp<int64_t>(dma_target / (np * width * wbytes), 1, h1);
+    if (cfg.quant == QuantizationType::kStatic && h1 >= 2)
+      plan.hc = std::max<int64_t>(2, plan.hc / 2 * 2);
+    plan.h_chunks = (h1 + plan.hc - 1) / plan.hc;
+    return plan;
+  };
+  for (int64_t shift = 0; shift < 3 && tiles > 1; ++shift) {
+    CtePlan plan = chunking(std::max(unit, (base >> shift) / unit * unit));
+    const int64_t slot_bytes = plan.hc * plan.width * wbytes;
+    plan.slots = plan.h_chunks + std::min(plan.h_chunks, kLookaheadChunks);
+    const int64_t room = free_bytes - plan.slots * slot_bytes;
+    if (room >= 2 * per_tile) {
+      plan.block_tiles = std::min(tiles, room / per_tile);
+      return plan;
+    }
+  }
+  CtePlan plan = chunking(base);
+  plan.slots = std::max<int64_t>(1, (free_bytes - per_tile) / (plan.hc * plan.width * wbytes));
+  return plan;
+}
+
+// Fused RoPE on the Q and K heads of one eviction: out = X * cos + [-X2, X1] * sin_half, with
+// cos [n, d] and only the first half of sin loaded per tile (qkv_cte.py:3141-3281).
+class Rope {
+ public:
+  Rope(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int64_t tiles, int64_t width)
+      : cfg_(cfg), params_(p) {
+    cos_ = core.AllocateSbuf("cos", {cfg.partitions, tiles, cfg.d}, p.cos_cache.dtype());
+    sin_ = core.AllocateSbuf("sin_half", {cfg.partitions, tiles, cfg.d / 2}, p.sin_cache.dtype());
+    for (Tile& t : tmp_)
+      t = core.AllocateSbuf("rope_tmp", {cfg.partitions, width}, DType::kFloat32);
+  }
+
+  void Load(int64_t t, const RowTile& rows) {
+    auto cache = [&](const TensorView& c, int64_t cols) {
+      return c.reshape({cfg_.tokens, cfg_.d}).slice(0, rows.r0, rows.r0 + rows.n).slice(1, 0, cols);
+    };
+    nisa::dma_copy(cos_.select(1, t).slice(0, 0, rows.n), cache(params_.cos_cache, cfg_.d));
+    nisa::dma_copy(sin_.select(1, t).slice(0, 0, rows.n), cache(params_.sin_cache, cfg_.d / 2));
+  }
+
+  // out and x: [n, heads * d]; x (fp32, evicted with bias) is overwritten.
+  void Apply(const Tile& out, const Tile& x, int64_t t) {
+    const int64_t n = x.partitions(), d = cfg_.d, h = d / 2, heads = x.free_size() / d;
+    const Tile xv = x.reshape({heads, d});
+    const Tile tv = tmp_[turn_++ % 2].slice(0, 0, n).slice(1, 0, heads * d).reshape({heads, d});
+    const Tile cos = cos_.select(1, t).slice(0, 0, n).reshape({1, d}).broadcast(1, heads);
+    const Tile sin = sin_.select(1, t).slice(0, 0, n).reshape({1, h}).broadcast(1, heads);
+    nisa::scalar_tensor_tensor(tv.slice(2, 0, h), xv.slice(2, h, d), AluOp::kMultiply, -1.0f,
+                               AluOp::kMultiply, sin);
+    nisa::tensor_tensor(tv.slice(2, h, d), xv.slice(2, 0, h), sin, AluOp::kMultiply);
+    nisa::tensor_tensor(xv, xv, cos, AluOp::kMultiply);
+    nisa::tensor_tensor(out.reshape({heads, d}), xv, tv, AluOp::kAdd);
+  }
+
+ private:
+  const QkvConfig& cfg_;
+  const QkvParams& params_;
+  Tile cos_, sin_;  // [P, tiles, d] and [P, tiles, d / 2], in the caches' dtype
+  Tile tmp_[2];
+  int64_t turn_ = 0;
+};
+
+class CteRunner {
+ public:
+  CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const QkvResult& result,
+            std::vector<RowTile> tiles);
+  void Run();
+
+ private:
+  void Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk, bool release);
+  void Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t c0);
+
+  const QkvConfig& cfg_;
+  const std::vector<RowTile> tiles_;
+  const bool rope_;
+  const int buffers_;
+  CtePrologue prologue_;
+  Epilogue epilogue_;
+  FusedOutput output_;
+  std::vector<Tile> acc_, evicted_, out_;
+  CtePlan plan_;
+  std::vector<Tile> x_t_;
+  std::unique_ptr<Rope> rotary_;
+  std::unique_ptr<WeightStream> stream_;
+  int64_t turn_ = 0;
+};
+
+// Double-buffers the front end's row tiles when two fit in a quarter of SBUF.
+int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, int64_t tiles) {
+  const int64_t two = 2 * cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
+  return tiles > 1 && two <= static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4
+             ? 2
+             : 1;
+}
+
+CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
+                     const QkvResult& result, std::vector<RowTile> tiles)
+    : cfg_(cfg),
+      tiles_(std::move(tiles)),
+      rope_(p.fused_rope),
+      buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()))),
+      prologue_(core, cfg, p, buffers_),
+      epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
+      output_(result.output, p.output_layout, cfg.d) {
+  const int64_t np = cfg.partitions, bank = cfg.bank_cols;
+  const HardwareProfile& prof = core.profile();
+  for (int64_t i = 2; i < prof.psum_banks(); ++i)
+    acc_.push_back(core.AllocatePsum("acc", {np, bank}));
+  for (int i = 0; i < kEvictionRing; ++i) {
+    out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
+    if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
+  }
+  const int64_t xbytes = static_cast<int64_t>(SizeOf(prologue_.transposed_dtype()));
+  const int64_t per_tile =
+      cfg.h * xbytes +
+      (rope_ ? 3 * cfg.d / 2 * static_cast<int64_t>(SizeOf(p.cos_cache.dtype())) : 0);
+  const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
+  plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()), SbufFreeBytes(core) - rope_tmp,
+                  per_tile, DmaTargetBytes(prof), rope_);
+  for (int64_t t = 0; t < plan_.block_tiles; ++t) {
+    x_t_.push_back(core.AllocateSbuf("x_t", {np, cfg.h / np, np}, prologue_.transposed_dtype()));
+  }
+  if (rope_) rotary_ = std::make_unique<Rope>(core, cfg, p, plan_.block_tiles, plan_.width);
+
+  const int64_t banks = (cfg.i + plan_.width - 1) / plan_.width;
+  const int64_t blocks =
+      (static_cast<int64_t>(tiles_.size()) + plan_.block_tiles - 1) / plan_.block_tiles;
+  const TensorView w = p.fused_qkv_weights.reshape({cfg.h / np, np, cfg.i}).permute({1, 0, 2});
+  const CtePlan plan = plan_;
+  auto source = [w, plan, banks, i = cfg.i, h1 = cfg.h / np](int64_t k) {
+    const int64_t c0 = (k / plan.h_chunks) % banks * plan.width, j0 = k % plan.h_chunks * plan.hc;
+    return w.slice(1, j0, std::min(h1, j0 + plan.hc)).slice(2, c0, std::min(i, c0 + plan.width));
+  };
+  const int64_t total = blocks * banks * plan_.h_chunks;
+  stream_ = std::make_unique<WeightStream>(core, plan_.hc * plan_.width, cfg.matmul_weight_dtype(),
+                                           total, std::min(plan_.slots, total), source);
+}
+
+// Program order decides each engine's order, so the front end is software-pipelined in bank 0:
+// tile t + 1's norm (Scalar / Vector) is issued before tile t's matmuls and evictions, its
+// transposes (PE) right after tile t's matmuls, and the load of the tile `buffers_` ahead right
+// after the transposes that free its buffer.
+void CteRunner::Run() {
+  const int64_t ntiles = static_cast<int64_t>(tiles_.size());
+  int64_t loaded = 0;
+  auto load_next = [&] {
+    if (loaded == ntiles) return;
+    prologue_.Load(static_cast<int>(loaded % buffers_), tiles_[loaded].r0, tiles_[loaded].n);
+    ++loaded;
+  };
+  auto prepare = [&](int64_t g, int64_t t) {
+    if (rope_) rotary_->Load(t, tiles_[g]);
+    prologue_.Prepare(static_cast<int>(g % buffers_));
+  };
+  auto transpose = [&](int64_t g, int64_t t) {
+    prologue_.Transpose(static_cast<int>(g % buffers_), x_t_[t]);
+    load_next();
+  };
+  while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
+  stream_->Start();  // after the first tiles' loads on the HBM port
+  const int64_t banks = (cfg_.i + plan_.width - 1) / plan_.width;
+  int64_t chunk = 0;
+  for (int64_t first = 0; first < ntiles; first += plan_.block_tiles) {
+    const int64_t nb = std::min(plan_.block_tiles, ntiles - first);
+    prepare(first, 0);
+    transpose(first, 0);
+    for (int64_t bank = 0; bank < banks; ++bank, chunk += plan_.h_chunks) {
+      const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
+      for (int64_t t = 0; t < nb; ++t) {
+        const bool front = bank == 0 && t + 1 < nb;
+        if (front) prepare(first + t + 1, t + 1);
+        const RowTile& rows = tiles_[first + t];
+        const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
+        Matmul(acc, x_t_[t], rows.n, chunk, /*release=*/t == nb - 1);
+        if (front) transpose(first + t + 1, t + 1);
+        Finish(acc, rows, t, c0);
+        ++turn_;
+      }
+    }
+  }
+}
+
+void CteRunner::Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk,
+                       bool release) {
+  const bool double_row = cfg_.quant == QuantizationType::kStatic;
+  for (int64_t c = 0; c < plan_.h_chunks; ++c) {
+    const Tile w = stream_->Get(first_chunk + c);
+    const int64_t subtiles = w.free_shape()[0];
+    for (int64_t jj = 0; jj < subtiles;) {
+      const int64_t j = c * plan_.hc + jj;
+      const int64_t step = double_row && jj + 1 < subtiles ? 2 : 1;
+      nisa::MatmulOptions options{.accumulate = j > 0};
+      if (step == 2) {
+        options.perf_mode = nisa::PerfMode::kDoubleRow;
+        nisa::nc_matmul(acc, x_t.slice(1, j, j + 2).slice(2, 0, n), w.slice(1, jj, jj + 2),
+                        options);
+      } else {
+        nisa::nc_matmul(acc, x_t.select(1, j).slice(1, 0, n), w.select(1, jj), options);
+      }
+      jj += step;
+    }
+    if (release) stream_->Release(first_chunk + c);
+  }
+}
+
+void CteRunner::Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t c0) {
+  const int64_t n = rows.n, width = acc.free_size();
+  const size_t slot = static_cast<size_t>(turn_ % kEvictionRing);
+  const Tile out = out_[slot].slice(0, 0, n).slice(1, 0, width);
+  // Columns [0, rotated) of this bank are Q or K heads to rotate; the rest are copied.
+  const int64_t qk_end = rope_ ? (cfg_.n_q + cfg_.n_kv) * cfg_.d : 0;
+  const int64_t rotated = std::clamp<int64_t>(qk_end - c0, 0, width);
+  if (rotated > 0) {
+    const Tile x = evicted_[slot].slice(0, 0, n).slice(1, 0, rotated);
+    epilogue_.Evict(x, acc.slice(1, 0, rotated), c0, Engine::kScalar);
+    rotary_->Apply(out.slice(1, 0, rotated), x, t);
+  }
+  if (rotated < width) {
+    epilogue_.Evict(out.slice(1, rotated, width), acc.slice(1, rotated, width), c0 + rotated,
+                    rope_ ? Engine::kGpSimd : Engine::kVector);
+  }
+  output_.Store(out, rows.r0, c0, kStorePieces);
+}
+
+}  // namespace
+
+void QkvCteKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+                  const QkvResult& result) {
+  std::vector<RowTile> tiles = CoreRowTiles(cfg, ctx.prg_id);
+  if (!tiles.empty()) CteRunner(ctx.core, cfg, params, result, std::move(tiles)).Run();
+  nisa::core_barrier();
+}
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,64 @@
+// Internal to kernels/qkv: the CTE front end, everything before the fused matmul for one tile of
+// up to 128 token rows (tokens on the partitions, H on the free axis), after qkv_cte.py:873-1100:
+//   1. DMA the rows in, cast to the compute dtype (bf16 for fp32 input);
+//   2. fused residual add, in column chunks, held in the compute dtype;
+//   3. RMS: sum of squares by the activation engine's reduce, rsqrt(sum / H_actual + eps);
+//      LayerNorm: bn_stats over 512-column chunks, bn_aggr, (x - mean) * rsqrt(var + eps);
+//      eps is held in the compute dtype, as the reference's bf16 tile holds it;
+//   4. PE transposes of 128-column subtiles into one PSUM bank at a time; the eviction multiplies
+//      by gamma (a per-partition value once H is on the partitions), adds the LayerNorm bias and,
+//      for STATIC, scales by 1 / s_in, clamps to the fp8 range and casts to fp8.
+// Load, Prepare (steps 2-3, Scalar / Vector / GpSimd) and Transpose (step 4, PE) are separate
+// calls so a kernel can issue each ahead of the previous tile's matmuls on the engine it uses.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/qkv/config.h"
+#include "kernels/qkv/qkv.h"
+#include "runtime/neuron_core.h"
+#include "runtime/tile.h"
+
+namespace nkisim::kernels {
+
+class CtePrologue {
+ public:
+  // buffers: row tiles in flight (1 or 2). Allocates its SBUF and two PSUM banks.
+  CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params, int buffers);
+
+  // Issues the DMAs bringing token rows [r0, r0 + n) (n <= partitions) into buffer `slot`.
+  void Load(int slot, int64_t r0, int64_t n);
+  // Residual add and norm of buffer `slot`'s rows, in place.
+  void Prepare(int slot);
+  // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
+  // at column j * P + p (times gamma, plus beta; for STATIC divided by s_in, clamped, fp8).
+  void Transpose(int slot, const Tile& x_t);
+
+  // The dtype Transpose writes into x_t.
+  DType transposed_dtype() const { return cfg_.matmul_input_dtype(); }
+
+ private:
+  void ResidualAdd(const Tile& x, int64_t r0);
+  void Normalize(const Tile& x);
+  void EvictTransposed(const Tile& dst, const Tile& src, int64_t j0);
+
+  QkvConfig cfg_;
+  const QkvParams& params_;
+  std::vector<Tile> rows_;       // [P, H] compute dtype, one per buffer
+  std::vector<int64_t> r0_, n_;  // the rows each buffer holds
+  Tile residual_[2];             // [P, chunk] compute dtype
+  Tile gamma_t_;                 // [P, H / P] compute dtype: gamma (/ s_in for STATIC), or invalid
+  Tile beta_t_;                  // [P, H / P] compute dtype: LayerNorm bias (/ s_in), or invalid
+  Tile eps_;                     // [P, 1] compute dtype
+  Tile squares_;                 // [P, chunk] fp32: the activation's discarded output
+  Tile stats_;                   // [P, k] fp32 partial sums / bn_stats groups
+  Tile mean_var_, rstd_;         // [P, 2], [P, 1] fp32
+  Tile scaled_;                  // [P, G, P] fp32 eviction scratch (STATIC or beta)
+  Tile transposed_[2];           // [P, G, P] PSUM in the compute dtype (one bank each)
+  int64_t group_ = 0;            // subtiles per transpose bank
+  int64_t turn_ = 0;
+  float fp8_max_ = 0;
+};
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,139 @@
+// QKV TKG (decode), after qkv_tkg.py: H on the partitions in 128-row subtiles, the fused output
+// axis I in 512-column PSUM banks, one matmul accumulation per bank over this core's H shard.
+//
+// Core s of L owns the contiguous rows [s*H/L, (s+1)*H/L) of W and of the normalised input. Its
+// partial product leaves PSUM rounded to the input dtype (shard 0 adds the bias, so it is added
+// once), goes to the peer with sendrecv, and each core adds the peer's partial: both hold the
+// full result, and each stores half of it (disjoint columns, or whole heads for NBSd).
+//
+// Loop order: bank by bank, this core's H subtiles accumulating into the bank's PSUM tile; the
+// weights arrive in that order as DMAs of about DmaTargetBytes through a WeightStream ring, so
+// the PE trails the HBM stream by one chunk. Each bank is evicted, exchanged, added and stored
+// as soon as it is complete, which overlaps all of that with the next banks' weight stream and
+// leaves only the last bank's epilogue after the last weight byte arrives (the kernel being
+// HBM-bound). The reference instead exchanges per I block of 4096 columns (qkv_tkg.py:1042-1123).
+#include <algorithm>
+#include <vector>
+
+#include "kernels/qkv/epilogue.h"
+#include "kernels/qkv/tiling.h"
+#include "kernels/qkv/tkg_prologue.h"
+#include "kernels/qkv/variants.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::kernels {
+namespace {
+
+using nisa::AluOp;
+
+// Weight-ring slots per DMA queue: enough chunks in flight to keep every queue busy while the PE
+// consumes earlier ones, without holding the whole weight shard (whose allocation costs host time).
+constexpr int64_t kSlotsPerQueue = 2;
+
+// STATIC: x / s_in clamped to the fp8 range of the weights, cast to their fp8 type.
+Tile QuantizeInput(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Tile& x) {
+  const Tile inv = LoadInverseInputScale(core, p, cfg.partitions);
+  const float fp8_max = static_cast<float>(MaxValue(cfg.weight_dtype));
+  Tile scaled = core.AllocateSbuf("x_scaled", x.shape(), DType::kFloat32);
+  nisa::tensor_scalar(
+      scaled, x,
+      {.op0 = AluOp::kMultiply, .operand0 = inv, .op1 = AluOp::kMin, .operand1 = fp8_max});
+  Tile q = core.AllocateSbuf("x_fp8", x.shape(), cfg.weight_dtype);
+  nisa::tensor_scalar(q, scaled, {.op0 = AluOp::kMax, .operand0 = -fp8_max});
+  return q;
+}
+
+// Stores the units (columns, or heads of d columns for NBSd) of [0, upto) not stored yet; core s
+// of L takes the s-th share, so the cores write disjoint parts.
+class ShardedStore {
+ public:
+  ShardedStore(const QkvConfig& cfg, const QkvParams& p, const TensorView& output, int s)
+      : out_(output, p.output_layout, cfg.d),
+        unit_(p.output_layout == QkvOutputLayout::kNBSd ? cfg.d : 1),
+        s_(s),
+        l_(cfg.lnc) {}
+
+  void StoreUpTo(const Tile& result, int64_t upto) {
+    const int64_t u0 = stored_, u1 = upto / unit_;
+    const int64_t a = u0 + (u1 - u0) * s_ / l_, b = u0 + (u1 - u0) * (s_ + 1) / l_;
+    if (a < b) out_.Store(result.slice(1, a * unit_, b * unit_), 0, a * unit_);
+    stored_ = u1;
+  }
+
+ private:
+  FusedOutput out_;
+  int64_t unit_;
+  int s_, l_;
+  int64_t stored_ = 0;
+};
+
+}  // namespace
+
+void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+                  const QkvResult& result) {
+  NeuronCore& core = ctx.core;
+  const int s = ctx.prg_id, l = cfg.lnc;
+  const int64_t np = cfg.partitions, tokens = cfg.tokens, h1s = cfg.shard_subtiles();
+  const int64_t bank = cfg.bank_cols, banks = (cfg.i + bank - 1) / bank;
+
+  Tile x_in = TkgPrologue(ctx, cfg, params, result.fused_hidden);
+  if (cfg.quant == QuantizationType::kStatic) x_in = QuantizeInput(core, cfg, params, x_in);
+  const Epilogue epilogue(core, cfg, params, tokens, cfg.io_dtype, /*add_bias=*/s == 0);
+  Tile full = core.AllocateSbuf("qkv", {tokens, cfg.i}, cfg.io_dtype);
+  Tile partial = full, peer;
+  if (l == 2) {
+    partial = core.AllocateSbuf("qkv_partial", {tokens, cfg.i}, cfg.io_dtype);
+    peer = core.AllocateSbuf("qkv_peer_partial", {tokens, cfg.i}, cfg.io_dtype);
+  }
+  std::vector<Tile> acc;
+  for (int64_t i = 0; i < std::min<int64_t>(banks, core.profile().psum_banks()); ++i) {
+    acc.push_back(core.AllocatePsum("acc", {tokens, bank}));
+  }
+
+  // Weight chunks in consumption order, bank by bank; a narrow last bank takes more H subtiles
+  // per chunk, so every DMA moves about DmaTargetBytes.
+  const DType wdt = cfg.matmul_weight_dtype();
+  const int64_t wbytes = static_cast<int64_t>(SizeOf(wdt)), target = DmaTargetBytes(core.profile());
+  const TensorView w = params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
+  std::vector<TensorView> chunks;
+  int64_t slot_elements = 1;
+  for (int64_t c0 = 0; c0 < cfg.i; c0 += bank) {
+    const int64_t c1 = std::min(cfg.i, c0 + bank);
+    const int64_t hc = std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, h1s);
+    slot_elements = std::max(slot_elements, hc * (c1 - c0));
+    for (int64_t j0 = 0; j0 < h1s; j0 += hc) {
+      chunks.push_back(w.slice(1, j0, std::min(h1s, j0 + hc)).slice(2, c0, c1));
+    }
+  }
+  const int64_t n_chunks = static_cast<int64_t>(chunks.size());
+  const int64_t slots = std::clamp<int64_t>(std::min(SbufFreeBytes(core) / (slot_elements * wbytes),
+                                                     kSlotsPerQueue * core.profile().dma_queues()),
+                                            1, n_chunks);
+  WeightStream stream(core, slot_elements, wdt, n_chunks, slots,
+                      [&chunks](int64_t k) { return chunks[static_cast<size_t>(k)]; });
+  stream.Start();
+
+  ShardedStore store(cfg, params, result.output, s);
+  int64_t k = 0;
+  for (int64_t b = 0; b < banks; ++b) {
+    const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
+    const Tile a = acc[static_cast<size_t>(b) % acc.size()].slice(1, 0, c1 - c0);
+    for (int64_t j0 = 0; j0 < h1s; ++k) {
+      const Tile chunk = stream.Get(k);
+      for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
+        nisa::nc_matmul(a, x_in.select(2, j0), chunk.select(1, jj), {.accumulate = j0 > 0});
+      }
+      stream.Release(k);
+    }
+    // Evictions alternate between Vector and GpSimd so consecutive banks' evictions overlap.
+    epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kGpSimd);
+    if (l == 2) {
+      nisa::sendrecv(partial.slice(1, c0, c1), peer.slice(1, c0, c1));
+      nisa::tensor_tensor(full.slice(1, c0, c1), partial.slice(1, c0, c1), peer.slice(1, c0, c1),
+                          AluOp::kAdd);
+    }
+    store.StoreUpTo(full, c1);
+  }
+}
+
+}  // namespace nkisim::kernels

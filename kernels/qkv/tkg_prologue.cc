@@ -1,0 +1,132 @@
+#include "kernels/qkv/tkg_prologue.h"
+
+#include "kernels/qkv/tiling.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::kernels {
+namespace {
+
+using nisa::AluOp;
+
+// A [B, S, H] tensor as [P, B*S, L, H1s]; a [1, H] row as [P, L, H1s].
+TensorView PartitionMajor(const TensorView& t, const QkvConfig& cfg) {
+  return t.reshape({cfg.tokens, cfg.lnc, cfg.partitions, cfg.shard_subtiles()})
+      .permute({2, 0, 1, 3});
+}
+TensorView PartitionMajorRow(const TensorView& row, const QkvConfig& cfg) {
+  return row.reshape({cfg.lnc, cfg.partitions, cfg.shard_subtiles()}).permute({1, 0, 2});
+}
+
+// The tokens [t0, t1) and H chunks [c0, c1) one core loads.
+struct Slab {
+  int64_t t0, t1, c0, c1;
+  TensorView Of(const TensorView& t, const QkvConfig& cfg) const {
+    return PartitionMajor(t, cfg).slice(1, t0, t1).slice(2, c0, c1);
+  }
+};
+
+// Loads the slab in the input dtype (a casting DMA would move the wider dtype's bytes), adds the
+// residuals in fp32 with one rounding into the input dtype, and stores this core's part of
+// fused_hidden: chunk s of every token, or every chunk of its tokens when the norm splits them.
+Tile LoadHidden(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Slab& slab, int s,
+                bool split, const TensorView& fused_hidden) {
+  const TensorView view = slab.Of(p.input, cfg);
+  Tile x = core.AllocateSbuf("hidden", view.shape(), cfg.io_dtype);
+  DmaInPieces(x, view, 1);
+  if (!p.fused_residual_add) return x;
+  Tile r = core.AllocateSbuf("residual", view.shape(), cfg.io_dtype);
+  Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
+  DmaInPieces(r, slab.Of(p.mlp_prev, cfg), 1);
+  nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
+  DmaInPieces(r, slab.Of(p.attention_prev, cfg), 1);
+  nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
+  const int64_t k0 = split ? slab.c0 : s, k1 = split ? slab.c1 : s + 1;
+  const TensorView dst =
+      PartitionMajor(fused_hidden, cfg).slice(1, slab.t0, slab.t1).slice(2, k0, k1);
+  nisa::dma_copy(dst, x.slice(2, k0 - slab.c0, k1 - slab.c0));
+  return x;
+}
+
+// [P, T] per-token column viewed across the F free elements of each token.
+Tile PerToken(const Tile& column, int64_t f) {
+  return column.reshape({column.free_size(), 1}).broadcast(2, f);
+}
+
+// RMS / LayerNorm of x [P, T, L, H1s] over all of H; returns [P, T, L, H1s] in the
+// compute dtype. Sums over H are a free-axis reduce per partition, then a matmul with an
+// all-ones [P, P] stationary that sums across the partitions and broadcasts the total.
+Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Tile& x) {
+  const int64_t np = cfg.partitions, nt = x.free_shape()[0], f = cfg.h / np;
+  const Tile xf = x.reshape({nt, f});
+  Tile ones = core.AllocateSbuf("ones", {np, np}, DType::kFloat32);
+  nisa::memset(ones, 1.0f, Engine::kGpSimd);
+  Tile eps = core.AllocateSbuf("eps", {np, 1}, DType::kFloat32);
+  nisa::memset(eps, static_cast<float>(cfg.eps), Engine::kGpSimd);
+  Tile partial = core.AllocateSbuf("partition_sums", {np, nt}, DType::kFloat32);
+  Tile total = core.AllocatePsum("h_sums", {np, nt});
+  auto sum_over_h = [&](const Tile& src) {
+    nisa::tensor_reduce(partial, AluOp::kAdd, src, {2});
+    nisa::nc_matmul(total, ones, partial);
+  };
+  Tile centered = xf;
+  const bool layer_norm = cfg.norm == NormType::kLayerNorm;
+  if (layer_norm) {
+    sum_over_h(xf);
+    Tile mean = core.AllocateSbuf("mean", {np, nt}, DType::kFloat32);
+    nisa::tensor_scalar(mean, total, {.op0 = AluOp::kMultiply, .operand0 = 1.0f / cfg.h});
+    centered = core.AllocateSbuf("centered", {np, nt, f}, DType::kFloat32);
+    nisa::tensor_tensor(centered, xf, PerToken(mean, f), AluOp::kSubtract);
+  }
+  Tile tmp = core.AllocateSbuf("norm_tmp", {np, nt, f}, DType::kFloat32);
+  nisa::tensor_tensor(tmp, centered, centered, AluOp::kMultiply);
+  sum_over_h(tmp);
+  // LayerNorm ignores hidden_actual (reference and golden alike); RMS divides by it.
+  const double divisor = layer_norm ? static_cast<double>(cfg.h) : cfg.hidden_actual;
+  Tile rstd = core.AllocateSbuf("rstd", {np, nt}, DType::kFloat32);
+  ReciprocalStd(rstd, total, static_cast<float>(1.0 / divisor), eps);
+  nisa::tensor_tensor(tmp, centered, PerToken(rstd, f), AluOp::kMultiply);
+
+  Tile gamma = core.AllocateSbuf("gamma", {np, cfg.lnc, f / cfg.lnc}, p.gamma_norm_weights.dtype());
+  nisa::dma_copy(gamma, PartitionMajorRow(p.gamma_norm_weights, cfg));
+  Tile normed = core.AllocateSbuf("normed", x.shape(), cfg.compute_dtype);
+  const Tile out = normed.reshape({nt, f});
+  const Tile g = gamma.reshape({1, f}).broadcast(1, nt);
+  if (!p.layer_norm_bias.valid()) {
+    nisa::tensor_tensor(out, tmp, g, AluOp::kMultiply);
+    return normed;
+  }
+  Tile beta = core.AllocateSbuf("beta", {np, cfg.lnc, f / cfg.lnc}, p.layer_norm_bias.dtype());
+  nisa::dma_copy(beta, PartitionMajorRow(p.layer_norm_bias, cfg));
+  nisa::tensor_tensor(tmp, tmp, g, AluOp::kMultiply);
+  nisa::tensor_tensor(out, tmp, beta.reshape({1, f}).broadcast(1, nt), AluOp::kAdd);
+  return normed;
+}
+
+}  // namespace
+
+Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+                 const TensorView& fused_hidden) {
+  const int s = ctx.prg_id;
+  const bool norm = cfg.norm != NormType::kNoNorm, split = TkgSplitsNormTokens(cfg);
+  const int64_t tokens = cfg.tokens, half = tokens / 2;
+  const Slab slab{split && s == 1 ? half : 0, split && s == 0 ? half : tokens, norm ? 0 : s,
+                  norm ? cfg.lnc : s + 1};
+  NeuronCore& core = ctx.core;
+  const Tile x = LoadHidden(core, cfg, params, slab, s, split, fused_hidden);
+  if (norm && !split) return Normalize(core, cfg, params, x).select(2, s);
+  if (!norm && cfg.io_dtype == cfg.compute_dtype) return x.select(2, 0);
+  Tile x_in =
+      core.AllocateSbuf("x_in", {cfg.partitions, tokens, cfg.shard_subtiles()}, cfg.compute_dtype);
+  if (!norm) {
+    nisa::tensor_copy(x_in, x.select(2, 0));
+    return x_in;
+  }
+  // Each core normalised half the tokens over all of H; swap the halves of each other's shard.
+  const Tile normed = Normalize(core, cfg, params, x);
+  nisa::tensor_copy(x_in.slice(1, slab.t0, slab.t1), normed.select(2, s));
+  const int64_t p0 = s == 0 ? half : 0, p1 = s == 0 ? tokens : half;
+  nisa::sendrecv(normed.select(2, 1 - s), x_in.slice(1, p0, p1));
+  return x_in;
+}
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,31 @@
+// Internal to kernels/qkv: the TKG front end, everything before the fused matmul on one core.
+//
+// Layout: the hidden state sits with H on the partitions, the reference's LNC-interleaved
+// [P, B*S, LNC, H1s] (norm_tkg_utils.py:165-192): element (p, t, c, j) is x[t, c*H/LNC + p*H1s + j]
+// with H1s = H / (P * LNC), so core c's contiguous H shard is the slice [:, :, c, :] and each
+// partition reads contiguous runs of HBM.
+//
+// Steps on core s of L:
+//   1. load the tokens and H chunks it needs (all chunks when there is a norm, which spans H);
+//   2. fused residual add x + mlp_prev + attention_prev, rounded to the input dtype, and the store
+//      of this core's disjoint part of fused_hidden;
+//   3. RMS or LayerNorm over the full H: per-partition sums (Vector) then a sum across partitions
+//      as a matmul with an all-ones stationary, which also broadcasts the total to every partition;
+//   4. with L = 2 and B*S above the split threshold each core normalises half the tokens and the
+//      halves of the other core's H shard are swapped with sendrecv (qkv_tkg.py:660-744).
+#pragma once
+
+#include "kernels/qkv/config.h"
+#include "kernels/qkv/qkv.h"
+#include "runtime/logical_core.h"
+#include "runtime/tile.h"
+
+namespace nkisim::kernels {
+
+// Returns core ctx.prg_id's matmul input [P, B*S, H1s] in the compute dtype: element (p, t, j) is
+// the normalised row h = s*H/L + p*H1s + j of token t. Writes this core's part of fused_hidden
+// (valid only with fused_residual_add).
+Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+                 const TensorView& fused_hidden);
+
+}  // namespace nkisim::kernels

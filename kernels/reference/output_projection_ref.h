@@ -1,0 +1,57 @@
+// Golden references of the output projection kernels (CTE and TKG), as the reference suites'
+// torch goldens compute them, with fp64 accumulation over the stored input values:
+//   NONE    y = A @ W + bias
+//   STATIC  y = (clip(A / s_in, +-fp8_max) @ W) * (s_w * s_in) + bias  (s_in, s_w: row 0 of (P, 1))
+//   ROW     y = (A @ W) * s_w[h] + bias                              (s_w: row 0 of (P, H))
+// where A [B*S, N*D] is the attention with row b*S + s and column n*D + k. fp8_max is the largest
+// finite value of the weight's fp8 dtype (240 for trn2 e4m3). Plain loops over HBM tensors: no
+// tiles, no ISA, no kernel code. Also the reference suites' tolerances.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/reference/compare.h"
+#include "runtime/tensor_view.h"
+
+namespace nkisim::reference {
+
+enum class OprojKernel { kCte, kTkg };
+enum class OprojQuant { kNone, kStatic, kRow };
+
+struct OprojRefInputs {
+  TensorView weight;  // [N*D, H]
+  TensorView bias;    // [1, H] or invalid
+  OprojQuant quant = OprojQuant::kNone;
+  TensorView input_scale;   // STATIC
+  TensorView weight_scale;  // STATIC (P, 1); ROW (P, H)
+  // Round the quantized activation to the weight's fp8 dtype, as the kernel stores it. The
+  // reference goldens do not (their tolerances absorb it); tighter checks do.
+  bool round_quantized_input = false;
+};
+
+// CTE: attention [B, N, D, S] -> y [B, S, H] row-major as fp32.
+std::vector<float> OutputProjectionCteRef(const TensorView& attention, const OprojRefInputs& in);
+// TKG: attention [D, B, N, S] -> y [B*S, H] row-major as fp32.
+std::vector<float> OutputProjectionTkgRef(const TensorView& attention, const OprojRefInputs& in);
+// OutputProjectionCteRef or OutputProjectionTkgRef.
+std::vector<float> OutputProjectionRef(OprojKernel kernel, const TensorView& attention,
+                                       const OprojRefInputs& in);
+
+// The TKG transposed-output layout of y [rows, H]: out [P, lnc, H / (P lnc), rows] with
+// out[h1, c, h2, r] = y[r, c*(H/lnc) + h1*(H/(P lnc)) + h2]. REQUIRES: H % (P lnc) == 0.
+// TransposedOutIndex is the flat index in out of y[r, col].
+int64_t TransposedOutIndex(int64_t r, int64_t col, int64_t rows, int64_t h, int lnc,
+                           int64_t partitions);
+std::vector<float> TransposedOutLayout(const std::vector<float>& y, int64_t rows, int64_t h,
+                                       int lnc, int64_t partitions);
+
+// Tolerances of the reference suites (test_output_proj_cte.py, test_output_proj_tkg.py).
+inline constexpr Tolerance kOprojCteTolerance{1e-5, 2e-2};  // bf16
+inline constexpr Tolerance kOprojCteStaticTolerance{1e-5, 0.036};
+inline constexpr Tolerance kOprojTkgTolerance{1e-5, 2e-2};       // NONE
+inline constexpr Tolerance kOprojTkgQuantTolerance{1e-5, 5e-2};  // STATIC, ROW
+// The tolerance the reference suite of `kernel` uses for `quant`.
+Tolerance OprojTolerance(OprojKernel kernel, OprojQuant quant);
+
+}  // namespace nkisim::reference

@@ -1,0 +1,89 @@
+#include "launcher/phase_runner.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "kernels/reference/compare.h"
+#include "runtime/error.h"
+
+namespace nkisim::launcher {
+
+PhaseRunner::PhaseRunner(control::Client& client, LogicalCore& lnc, int rank, std::string scenario,
+                         const proto::Scenario& spec, proto::RankResult& result)
+    : client_(client), lnc_(lnc), rank_(rank), scenario_(std::move(scenario)), spec_(spec),
+      result_(result) {}
+
+int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record) {
+  int64_t bytes = 0;
+  for (int c = 0; c < lnc.lnc(); ++c) {
+    const auto& records = lnc.core(c).timeline().records();
+    for (size_t i = first_record[c]; i < records.size(); ++i) {
+      const Engine e = records[i].engine;
+      if (IsDma(e) || e == Engine::kLink || e == Engine::kCollective) bytes += records[i].bytes;
+    }
+  }
+  return bytes;
+}
+
+void PhaseRunner::Progress(const std::string& phase, bool done) {
+  proto::RankMessage m;
+  m.mutable_progress()->set_scenario(scenario_);
+  m.mutable_progress()->set_phase(phase);
+  m.mutable_progress()->set_done(done);
+  client_.Send(m);
+}
+
+void PhaseRunner::InjectFault(const std::string& phase) {
+  const proto::Fault& f = spec_.fault();
+  if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ || f.phase() != phase) {
+    return;
+  }
+  switch (f.kind()) {
+    case proto::Fault::THROW:
+      Raise(ErrorCode::kInternal, StrCat("injected fault: rank ", rank_, " throws in phase ", phase));
+    case proto::Fault::KILL:
+      ::raise(SIGKILL);
+      break;
+    case proto::Fault::STALL:
+      client_.StopHeartbeat();
+      while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+    default:
+      break;
+  }
+}
+
+void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()>& body) {
+  current_ = name;
+  Progress(name, false);
+  std::vector<size_t> first_record;
+  for (int c = 0; c < lnc_.lnc(); ++c) first_record.push_back(lnc_.core(c).timeline().records().size());
+  const double sim_start = lnc_.now();
+  const auto host_start = std::chrono::steady_clock::now();
+  InjectFault(name);
+  const PhaseOutput out = body();
+  const double host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+
+  const auto tol = spec_.tolerances().find(name);
+  const reference::Tolerance tolerance =
+      tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
+                                      : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
+  const reference::Comparison check = reference::Compare(out.actual, out.golden, tolerance);
+  proto::PhaseResult& r = *result_.add_phases();
+  r.set_scenario(scenario_);
+  r.set_phase(name);
+  r.set_bound(check.bound);
+  r.set_elements(check.elements);
+  r.set_failures(check.failures);
+  r.set_max_abs_error(check.max_abs_error);
+  r.set_max_rel_error(check.max_rel_error);
+  r.set_sim_ns(lnc_.now() - sim_start);
+  r.set_host_ms(host_ms);
+  r.set_bytes_moved(BytesMovedSince(lnc_, first_record));
+  Progress(name, true);
+  current_.clear();
+}
+
+}  // namespace nkisim::launcher

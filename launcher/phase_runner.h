@@ -1,0 +1,49 @@
+// Runs the phases of a scenario on one rank: tells the launcher when each starts and ends,
+// measures its simulated time (the rank's clock), host time and bytes moved, checks its output
+// against the golden with the phase's tolerance, and injects the scenario's test fault.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launcher/control/client.h"
+#include "proto/control.pb.h"
+#include "proto/scenario.pb.h"
+#include "runtime/logical_core.h"
+
+namespace nkisim::launcher {
+
+// What a phase hands back for checking: its output and the golden, flattened alike.
+struct PhaseOutput {
+  std::vector<float> actual;
+  std::vector<double> golden;
+};
+
+class PhaseRunner {
+ public:
+  PhaseRunner(control::Client& client, LogicalCore& lnc, int rank, std::string scenario,
+              const proto::Scenario& spec, proto::RankResult& result);
+
+  // Runs `body` as phase `name`. Throws what the body throws (after the fault, if any, fires).
+  void Run(const std::string& name, const std::function<PhaseOutput()>& body);
+  // The phase now running ("" between phases), for error reports.
+  const std::string& current() const { return current_; }
+
+ private:
+  void InjectFault(const std::string& phase);
+  void Progress(const std::string& phase, bool done);
+
+  control::Client& client_;
+  LogicalCore& lnc_;
+  int rank_;
+  std::string scenario_;
+  const proto::Scenario& spec_;
+  proto::RankResult& result_;
+  std::string current_;
+};
+
+// Bytes moved by DMA, the intra-LNC link and collectives in records [first, end) of each core.
+int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
+
+}  // namespace nkisim::launcher

@@ -1,0 +1,199 @@
+// The launcher side of `nkisim run`: supervises the ranks through the control plane.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "launcher/control/server.h"
+#include "launcher/mpirun.h"
+#include "launcher/run_command.h"
+#include "launcher/run_report.h"
+#include "launcher/scenario_config.h"
+#include "runtime/error.h"
+
+namespace nkisim::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Why the job must stop, and the exit code that says so.
+struct Failure {
+  std::string message;
+  ErrorCode code = ErrorCode::kCommError;
+  bool failed() const { return !message.empty(); }
+};
+
+// The job's state as the control plane reports it.
+class Monitor {
+ public:
+  Monitor(const ResolvedScenario& sc, Clock::time_point start)
+      : sc_(sc), start_(start), last_seen_(sc.world_size(), start), phase_(sc.world_size()) {}
+
+  // Handles one event; returns a failure when the job must stop.
+  Failure Handle(const control::Event& e) {
+    if (e.rank < 0 || e.rank >= sc_.world_size()) {
+      if (e.kind == control::Event::Kind::kDisconnected) return {};
+      return {StrCat("message from unknown rank ", e.rank), ErrorCode::kCommError};
+    }
+    last_seen_[e.rank] = Clock::now();
+    if (e.kind == control::Event::Kind::kDisconnected) {
+      if (results_.contains(e.rank)) return {};
+      return {StrCat("rank ", e.rank, " in phase ", PhaseOf(e.rank), ": lost its control connection (",
+                     e.detail, "): the rank died"),
+              ErrorCode::kCommError};
+    }
+    const proto::RankMessage& m = e.message;
+    if (m.has_hello()) hello_.insert(e.rank);
+    if (m.has_progress()) {
+      const std::string key = m.progress().scenario() + "/" + m.progress().phase();
+      phase_[e.rank] = m.progress().done() ? "" : key;
+      if (m.progress().done() && ++done_[key] == sc_.world_size()) {
+        Print(StrCat("  [", Elapsed(), " s] ", key, ": all ", sc_.world_size(), " ranks done"));
+      }
+      dirty_ = true;
+    }
+    if (m.has_result()) results_[e.rank] = m.result();
+    if (m.has_error()) {
+      const std::string phase = m.error().phase().empty() ? PhaseOf(e.rank) : m.error().phase();
+      return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()),
+              static_cast<ErrorCode>(m.error().code())};
+    }
+    return {};
+  }
+
+  // A rank silent for longer than the stall timeout.
+  Failure CheckStalls() const {
+    const auto limit = std::chrono::duration<double>(sc_.spec.control().stall_timeout_s());
+    for (int r = 0; r < sc_.world_size(); ++r) {
+      if (!results_.contains(r) && Clock::now() - last_seen_[r] > limit) {
+        return {StrCat("rank ", r, " in phase ", PhaseOf(r), ": stalled, no message for ",
+                       sc_.spec.control().stall_timeout_s(), " s",
+                       hello_.contains(r) ? "" : " (it never connected)"),
+                ErrorCode::kTimeout};
+      }
+    }
+    return {};
+  }
+
+  void DrawProgress() {
+    if (!dirty_ || Clock::now() - last_draw_ < std::chrono::seconds(2)) return;
+    std::string line = StrCat("  [", Elapsed(), " s] connected ", hello_.size(), "/", sc_.world_size());
+    for (const auto& [key, n] : done_) line += StrCat(" | ", key, " ", n);
+    Print(line);
+    last_draw_ = Clock::now();
+    dirty_ = false;
+  }
+
+  bool AllResults() const { return static_cast<int>(results_.size()) == sc_.world_size(); }
+  const std::map<int, proto::RankResult>& results() const { return results_; }
+  std::string PhaseOf(int rank) const { return phase_[rank].empty() ? "(between phases)" : phase_[rank]; }
+  int FirstWithoutResult() const {
+    for (int r = 0; r < sc_.world_size(); ++r) {
+      if (!results_.contains(r)) return r;
+    }
+    return -1;
+  }
+  std::string Elapsed() const {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", std::chrono::duration<double>(Clock::now() - start_).count());
+    return text;
+  }
+
+ private:
+  static void Print(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+  const ResolvedScenario& sc_;
+  Clock::time_point start_;
+  std::vector<Clock::time_point> last_seen_;
+  std::vector<std::string> phase_;
+  std::set<int> hello_;
+  std::map<std::string, int> done_;
+  std::map<int, proto::RankResult> results_;
+  bool dirty_ = false;
+  Clock::time_point last_draw_;
+};
+
+std::string SelfExecutable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "nkisim";
+}
+
+void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control::Server& server) {
+  std::printf("nkisim run %s: %d ranks x LNC %d, scenarios:", o.config.c_str(), sc.world_size(),
+              sc.topology.lnc);
+  for (const std::string& s : sc.spec.scenarios()) std::printf(" %s", s.c_str());
+  std::printf("\n  control plane %s:%u; stall timeout %.1f s\n", server.host().c_str(),
+              server.port(), sc.spec.control().stall_timeout_s());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& server, Job* job,
+              std::chrono::steady_clock::time_point start) {
+  PrintHeader(o, sc, server);
+  Monitor monitor(sc, start);
+  Failure failure;
+  while (!failure.failed() && !(job == nullptr && monitor.AllResults())) {
+    if (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(100))) {
+      failure = monitor.Handle(*e);
+      continue;
+    }
+    monitor.DrawProgress();
+    if (std::optional<int> code = job ? job->Poll() : std::nullopt) {
+      if (monitor.AllResults() && *code == 0) break;
+      // Late messages may still be queued: drain them before judging.
+      while (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(200))) {
+        if (!failure.failed()) failure = monitor.Handle(*e);
+      }
+      if (!failure.failed() && !monitor.AllResults()) {
+        const int r = monitor.FirstWithoutResult();
+        failure = {StrCat("rank ", r, " in phase ", monitor.PhaseOf(r), ": mpirun exited with code ",
+                          *code, " before the rank reported its result"),
+                   ErrorCode::kCommError};
+      }
+      break;
+    }
+    failure = monitor.CheckStalls();
+  }
+  if (failure.failed()) {
+    if (job) job->Stop();
+    std::fprintf(stderr, "nkisim run: FAILED after %s s: %s; the job was stopped\n",
+                 monitor.Elapsed().c_str(), failure.message.c_str());
+    return ExitCodeFor(failure.code);
+  }
+  const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const proto::RunReport report = BuildReport(sc, monitor.results(), wall_s);
+  std::printf("\n%s", FormatReport(report).c_str());
+  WriteReportJson(report, o.report_json);
+  WriteRunTrace(sc, monitor.results(), o.trace);
+  std::printf("report: %s\ntrace: %s (open in the Perfetto UI)\n", o.report_json.c_str(),
+              o.trace.c_str());
+  return report.pass() ? 0 : 1;
+}
+
+int RunLauncher(const RunOptions& o) {
+  const Clock::time_point start = Clock::now();
+  const ResolvedScenario sc = LoadScenario(o.config);
+  control::Server server(sc.spec.control().host(), static_cast<uint16_t>(sc.spec.control().port()));
+  MpirunOptions m;
+  m.mpirun = o.mpirun;
+  m.ranks = sc.world_size();
+  m.hostfile = sc.spec.hostfile();
+  m.as_root = ::geteuid() == 0;
+  m.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.rank_command = {SelfExecutable(), "run", o.config, "--as-rank", "--control",
+                    StrCat(server.host(), ":", server.port())};
+  Job job(MpirunCommand(m));
+  return Supervise(o, sc, server, &job, start);
+}
+
+}  // namespace nkisim::launcher

@@ -1,0 +1,60 @@
+// The big cases of the reference's lists (reference-kernels.md §3.2, §3.3, §8) and the two
+// performance cases of docs/output-projection.md, whose simulated time must stay within 1.25x of
+// the roofline bound. Label slow: the fp64 goldens of these shapes take seconds each.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "runtime/hardware_profile.h"
+#include "tests/kernels/output_projection/oproj_test_util.h"
+
+namespace nkisim::kernels::testing {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(
+    BigReferenceCases, OprojCaseTest,
+    ::testing::Values(Cte("b4_s256_h7168_n4", 4, 256, 7168, 4, 128, false),
+                      Cte("h20480_n3", 1, 1024, 20480, 3, 128, false),
+                      Cte("unaligned_s2047_n9", 1, 2047, 3072, 9, 128, true),
+                      Cte("static_s1024_h8192_n8", 1, 1024, 8192, 8, 128, true, kStatic),
+                      Tkg("bs2048_transposed", 512, 8, 4, 32, 3072, kNone, true, true),
+                      Tkg("static_bs3584", 512, 8, 7, 128, 3072, kStatic, true, false),
+                      Tkg("row_bs1024", 1024, 8, 1, 128, 3072, kRow, false, false)),
+    CaseName);
+
+// The roofline of the case on its logical core: the larger of moving every input and the output
+// once through the cores' HBM share and doing the flops at the cores' bf16 PE peak, in ns.
+double RooflineNs(const OprojTestCase& c, const OprojRun& run) {
+  const HardwareProfile& p = run.lnc->profile();
+  double bytes = static_cast<double>(run.out.size_bytes());
+  for (const TensorView* t : {&run.inputs.attention, &run.inputs.weight, &run.inputs.bias}) {
+    if (t->valid()) bytes += static_cast<double>(t->size_bytes());
+  }
+  const OprojCase& s = c.shape;
+  const double flops = 2.0 * s.b * s.s * s.n * s.d * s.h;
+  return std::max(bytes / (p.hbm_gbps_per_core() * c.lnc),
+                  flops / (PeakBf16Tflops(p) * 1000.0 * c.lnc));
+}
+
+class MustShowTest : public ::testing::TestWithParam<OprojTestCase> {};
+
+TEST_P(MustShowTest, WithinQuarterOfTheRooflineAndCorrect) {
+  const OprojTestCase& c = GetParam();
+  const OprojRun run = RunCase(c);
+  ExpectMatchesGolden(c, run);
+  const double bound = RooflineNs(c, run), simulated = run.lnc->now();
+  std::cout << "    simulated " << simulated << " ns, roofline " << bound
+            << " ns: " << simulated / bound << "x\n";
+  RecordProperty("simulated_over_roofline", std::to_string(simulated / bound));
+  EXPECT_LE(simulated, 1.25 * bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Performance, MustShowTest,
+    ::testing::Values(Tkg("decode_b32_n8_h8192", 32, 8, 1, 128, 8192, kNone, true, false),
+                      Cte("prefill_s2048_n16_h4096", 1, 2048, 4096, 16, 128, true)),
+    CaseName);
+
+}  // namespace
+}  // namespace nkisim::kernels::testing

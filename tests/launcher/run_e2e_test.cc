@@ -1,0 +1,137 @@
+// `nkisim run` end to end, as a user runs it: the small jobs pass with a report and a trace, and
+// every kind of failure ends the whole job within 10 s with a message naming the rank and the
+// phase (or the config field) and a nonzero exit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSource = NKISIM_SOURCE_DIR;
+
+struct RunResult {
+  int exit_code;
+  std::string output;
+  double seconds;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("nkisim_e2e_" + name)).string();
+}
+
+// Runs `nkisim run` on `config_text` (written to a temp file) under a 60 s hard limit.
+RunResult RunNkisim(const std::string& name, const std::string& config_text) {
+  const std::string config = TempPath(name + ".textproto");
+  std::ofstream(config) << config_text;
+  const std::string command = "timeout 60 " + std::string(NKISIM_BINARY) + " run " + config +
+                              " --report " + TempPath(name + ".report.json") + " --trace " +
+                              TempPath(name + ".trace.json") + " 2>&1";
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> chunk;
+  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output, seconds};
+}
+
+std::string SmallConfig(const std::string& extra = "") {
+  return ReadFile(kSource + "/configs/small_8ranks.textproto") + extra;
+}
+
+TEST(RunE2eTest, EightRanksBothScenariosPassWithReportAndTrace) {
+  const RunResult r = RunNkisim("eight", SmallConfig());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("attention_decode: PASS"));
+  EXPECT_THAT(r.output, HasSubstr("attention_decode_tp: PASS"));
+  EXPECT_THAT(r.output, HasSubstr("side by side"));
+  const nlohmann::json report = nlohmann::json::parse(ReadFile(TempPath("eight.report.json")));
+  EXPECT_TRUE(report["pass"].get<bool>());
+  ASSERT_EQ(report["scenarios"].size(), 2u);
+  EXPECT_EQ(report["scenarios"][0]["phases"].size(), 6u);  // qkv .. all_reduce
+  EXPECT_EQ(report["scenarios"][1]["phases"].size(), 4u);  // no batch_shard, no unshard
+  // TP x DP keeps a quarter of the batch's KV cache per rank (G = 4; +1 token each).
+  EXPECT_LT(std::stod(report["scenarios"][0]["kvCacheBytesPerRank"].get<std::string>()),
+            std::stod(report["scenarios"][1]["kvCacheBytesPerRank"].get<std::string>()) / 3);
+  const nlohmann::json trace = nlohmann::json::parse(ReadFile(TempPath("eight.trace.json")));
+  int ranks = 0, collectives = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["name"] == "process_name") ++ranks;
+    if (e["ph"] == "X" && e["cat"] == "Collective") ++collectives;
+  }
+  EXPECT_EQ(ranks, 16);  // 8 ranks x 2 scenarios
+  EXPECT_EQ(collectives, 8 * (3 + 1));  // all_gather, all_to_all, all_reduce; all_reduce
+}
+
+TEST(RunE2eTest, SixteenRanksPass) {
+  const RunResult r = RunNkisim("sixteen", ReadFile(kSource + "/configs/small_16ranks.textproto"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("result: PASS"));
+}
+
+TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
+  const RunResult r = RunNkisim("throw", SmallConfig("fault { kind: THROW rank: 3 phase: \"attention\" }"));
+  EXPECT_EQ(r.exit_code, 17) << r.output;  // the rank's own error code: internal (injected)
+  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("FAILED"));
+  EXPECT_THAT(r.output, HasSubstr("rank 3 in phase attention"));
+  EXPECT_THAT(r.output, HasSubstr("injected fault"));
+}
+
+TEST(RunE2eTest, RankKilledBySignalStopsTheJob) {
+  const RunResult r = RunNkisim("kill", SmallConfig("fault { kind: KILL rank: 5 phase: \"o_proj\" }"));
+  EXPECT_EQ(r.exit_code, 15) << r.output;  // communication error
+  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 5 in phase attention_decode/o_proj"));
+  EXPECT_THAT(r.output, HasSubstr("died"));
+}
+
+TEST(RunE2eTest, RankThatStallsIsDetectedAfterTheTimeout) {
+  const RunResult r = RunNkisim(
+      "stall", SmallConfig("fault { kind: STALL rank: 2 phase: \"batch_shard\" }\n"
+                           "control { stall_timeout_s: 3 }"));
+  EXPECT_EQ(r.exit_code, 16) << r.output;  // timeout
+  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 2 in phase attention_decode/batch_shard: stalled"));
+}
+
+TEST(RunE2eTest, MalformedConfigIsRefusedBeforeAnyRankStarts) {
+  const RunResult r = RunNkisim("malformed", SmallConfig("batch: 8 }"));
+  EXPECT_EQ(r.exit_code, 14) << r.output;  // bad config
+  EXPECT_LT(r.seconds, 10);
+  EXPECT_THAT(r.output, HasSubstr("malformed.textproto:"));
+}
+
+TEST(RunE2eTest, GroupsThatDoNotFitTheWorldAreRefused) {
+  std::string config = SmallConfig();
+  const std::string from = "replica_groups { name: \"gqa\" contiguous { group_size: 4 } }";
+  config.replace(config.find(from), from.size(),
+                 "replica_groups { name: \"gqa\" explicit { groups { ranks: [0, 1, 2, 3] } "
+                 "groups { ranks: [4, 5, 6, 9] } } }");
+  const RunResult r = RunNkisim("misfit", config);
+  EXPECT_EQ(r.exit_code, 14) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ranks[3]: 9 is outside [0, 8)")) << r.output;
+}
+
+}  // namespace
