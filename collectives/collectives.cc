@@ -119,34 +119,6 @@ void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
   });
 }
 
-// Below this many bytes per rank an all_gather is latency-bound: one copy of the payload into a
-// buffer that also carries the clock saves the separate clock-join round. Above it, the payload
-// goes zero-copy and the clock join overlaps it.
-constexpr int64_t kPackedBytes = 64 * 1024;
-
-double PackedAllGather(RankContext& ctx, const GroupComm& group, const TensorView& input,
-                       const TensorView& output) {
-  thread_local std::vector<std::byte> send, recv;
-  const int64_t bytes = input.size_bytes(), slot = bytes + static_cast<int64_t>(sizeof(double));
-  const double now = ctx.lnc().now();
-  send.resize(static_cast<size_t>(slot));
-  recv.resize(static_cast<size_t>(slot * group.size()));
-  std::memcpy(send.data(), ViewData(input), static_cast<size_t>(bytes));
-  std::memcpy(send.data() + bytes, &now, sizeof now);
-  CheckMpi(MPI_Allgather(send.data(), static_cast<int>(slot), MPI_BYTE, recv.data(),
-                         static_cast<int>(slot), MPI_BYTE, group.comm),
-           "all_gather (MPI_Allgather)");
-  double latest = now;
-  auto* out = static_cast<std::byte*>(ViewData(output));
-  for (int j = 0; j < group.size(); ++j) {
-    std::memcpy(out + j * bytes, recv.data() + j * slot, static_cast<size_t>(bytes));
-    double t;
-    std::memcpy(&t, recv.data() + j * slot + bytes, sizeof t);
-    latest = std::max(latest, t);
-  }
-  return latest;
-}
-
 bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
 
 }  // namespace
@@ -163,25 +135,19 @@ CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const Tens
                   " times the group size ", group.size(), ")");
   });
   const int64_t bytes = input.size_bytes();
-  const bool plain = input.is_contiguous() && output.is_contiguous() && dim == 0;
-  double start;
-  if (plain && bytes <= kPackedBytes) {
-    start = PackedAllGather(ctx, group, input, output);
+  ClockJoin clock(ctx, group.comm);  // overlaps the payload
+  if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
+    CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
+                           static_cast<int>(bytes), MPI_BYTE, group.comm),
+             "all_gather (MPI_Allgather)");
   } else {
-    ClockJoin clock(ctx, group.comm);
-    if (plain) {
-      CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
-                             static_cast<int>(bytes), MPI_BYTE, group.comm),
-               "all_gather (MPI_Allgather)");
-    } else {
-      const MpiDatatype send = ViewDatatype(input, bytes);
-      const MpiDatatype recv = BlockDatatype(output, dim, input.shape()[dim]);
-      CheckMpi(MPI_Allgather(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(),
-                             group.comm),
-               "all_gather (MPI_Allgather)");
-    }
-    start = clock.Wait();
+    const MpiDatatype send = ViewDatatype(input, bytes);
+    const MpiDatatype recv = BlockDatatype(output, dim, input.shape()[dim]);
+    CheckMpi(
+        MPI_Allgather(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(), group.comm),
+        "all_gather (MPI_Allgather)");
   }
+  const double start = clock.Wait();
   return Advance(
       ctx, kOp, start,
       AllGatherNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)), bytes,

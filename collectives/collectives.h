@@ -1,10 +1,10 @@
 // Collectives over one replica group, on this rank's HBM tensors, over real MPI.
 //
 // Each call is collective over the group (every member calls it, in the same order). It moves
-// the data with one MPI call whose datatypes describe the tensors in place (no copies), with two
-// exceptions: the reductions of non-fp32 dtypes accumulate in fp64 scratch and round once into
-// the dtype (integers saturate), and an all_gather of at most 64 KiB per rank packs payload and
-// clock into one message (one copy, one latency instead of two). It also joins the simulated clocks
+// the data with one MPI call whose datatypes describe the tensors in place (no copies), except
+// the reductions of non-fp32 dtypes, which accumulate in fp64 scratch and round once into the
+// dtype (integers saturate). The clock join is a non-blocking MPI_Iallreduce(MAX) that overlaps
+// the payload. It also joins the simulated clocks
 // of the group's ranks (the latest `now` of any member), adds the alpha-beta cost of its algorithm
 // (collective_cost.h), records a Collective event on core 0's timeline and moves every engine of
 // the rank's cores past its end.

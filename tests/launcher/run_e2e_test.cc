@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +39,11 @@ std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("nkisim_e2e_" + name)).string();
 }
 
-// Runs `nkisim run` on `config_text` (written to a temp file) under a 60 s hard limit.
+// Runs `nkisim run` on `config_text` (written to a temp file) under a 120 s hard limit.
 RunResult RunNkisim(const std::string& name, const std::string& config_text) {
   const std::string config = TempPath(name + ".textproto");
   std::ofstream(config) << config_text;
-  const std::string command = "timeout 60 " + std::string(NKISIM_BINARY) + " run " + config +
+  const std::string command = "timeout 120 " + std::string(NKISIM_BINARY) + " run " + config +
                               " --report " + TempPath(name + ".report.json") + " --trace " +
                               TempPath(name + ".trace.json") + " 2>&1";
   const auto start = std::chrono::steady_clock::now();
@@ -88,6 +89,15 @@ TEST(RunE2eTest, SixteenRanksPass) {
   const RunResult r = RunNkisim("sixteen", ReadFile(kSource + "/configs/small_16ranks.textproto"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("result: PASS"));
+}
+
+// The README's main job: 64 ranks, TP64 -> TP8DP8, both scenarios.
+TEST(RunE2eTest, DefaultSixtyFourRankJobPasses) {
+  const RunResult r = RunNkisim("default64", ReadFile(kSource + "/configs/tp64_tp8dp8.textproto"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("attention_decode: PASS"));
+  EXPECT_THAT(r.output, HasSubstr("attention_decode_tp: PASS"));
+  std::cout << "default 64-rank job: " << r.seconds << " s wall\n";
 }
 
 TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
