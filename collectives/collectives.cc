@@ -135,6 +135,7 @@ CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const Tens
                   " times the group size ", group.size(), ")");
   });
   const int64_t bytes = input.size_bytes();
+  WaitingInCollective waiting(kOp);
   ClockJoin clock(ctx, group.comm);  // overlaps the payload
   if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
     CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
@@ -160,6 +161,7 @@ CollectiveResult all_reduce(RankContext& ctx, const GroupComm& group, const Tens
   Require(output.shape() == input.shape() && output.dtype() == input.dtype(), kOp, [&] {
     return StrCat(Describe("output", output), " must match ", Describe("input", input));
   });
+  WaitingInCollective waiting(kOp);
   ClockJoin clock(ctx, group.comm);
   const bool in_place = input.SameBuffer(output) && input.offset() == output.offset();
   if (ZeroCopySum(input) && ZeroCopySum(output)) {
@@ -192,6 +194,7 @@ CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const 
     return StrCat(Describe("input", input), " must be ", Describe("output", output),
                   " with dim 0 times the group size ", group.size());
   });
+  WaitingInCollective waiting(kOp);
   ClockJoin clock(ctx, group.comm);
   const int count = static_cast<int>(output.numel());
   if (ZeroCopySum(input) && ZeroCopySum(output)) {
@@ -224,6 +227,7 @@ CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const Tens
     return StrCat("dim ", dim, " of ", Describe("input", input),
                   " must be divisible by the group size ", group.size());
   });
+  WaitingInCollective waiting(kOp);
   ClockJoin clock(ctx, group.comm);
   const int64_t block = input.shape()[dim] / group.size();
   const int64_t block_bytes = input.size_bytes() / group.size();
@@ -249,6 +253,7 @@ CollectiveResult send(RankContext& ctx, const TensorView& tensor, int dest_rank,
   Require(dest_rank >= 0 && dest_rank < ctx.world_size() && dest_rank != ctx.rank(), "send", [&] {
     return StrCat("dest_rank ", dest_rank, " must be another rank in [0, ", ctx.world_size(), ")");
   });
+  WaitingInCollective waiting("send");
   const double now = ctx.lnc().now();
   CheckMpi(MPI_Send(&now, 1, MPI_DOUBLE, dest_rank, tag, ctx.world()), "send (clock)");
   const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
@@ -266,6 +271,7 @@ CollectiveResult recv(RankContext& ctx, const TensorView& tensor, int source_ran
             return StrCat("source_rank ", source_rank, " must be another rank in [0, ",
                           ctx.world_size(), ")");
           });
+  WaitingInCollective waiting("recv");
   double sender_now = 0;
   CheckMpi(MPI_Recv(&sender_now, 1, MPI_DOUBLE, source_rank, tag, ctx.world(), MPI_STATUS_IGNORE),
            "recv (clock)");

@@ -1,8 +1,22 @@
 #include "collectives/communicator.h"
 
+#include <atomic>
+
 #include "runtime/error.h"
 
 namespace nkisim::collectives {
+
+namespace {
+std::atomic<const char*> waiting_in{nullptr};
+}  // namespace
+
+WaitingInCollective::WaitingInCollective(const char* name) { waiting_in.store(name); }
+WaitingInCollective::~WaitingInCollective() { waiting_in.store(nullptr); }
+
+std::string CollectiveInProgress() {
+  const char* name = waiting_in.load();
+  return name ? name : "";
+}
 
 void CheckMpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;

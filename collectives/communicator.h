@@ -54,6 +54,18 @@ class RankContext {
   std::map<std::string, GroupComm> groups_;
 };
 
+// Marks the calling process as blocked in a collective for the guard's lifetime, so that a
+// supervisor can tell the ranks waiting on a peer from the peer that hangs. Thread-safe.
+class WaitingInCollective {
+ public:
+  explicit WaitingInCollective(const char* name);
+  ~WaitingInCollective();
+  WaitingInCollective(const WaitingInCollective&) = delete;
+  WaitingInCollective& operator=(const WaitingInCollective&) = delete;
+};
+// The collective this process is blocked in, or "" when it is not in one.
+std::string CollectiveInProgress();
+
 // Throws Error(kCommError) "<what>: MPI error: <MPI_Error_string>" unless rc == MPI_SUCCESS.
 void CheckMpi(int rc, const char* what);
 

@@ -46,8 +46,7 @@ void PhaseRunner::InjectFault(const std::string& phase) {
     case proto::Fault::KILL:
       ::raise(SIGKILL);
       break;
-    case proto::Fault::STALL:
-      client_.StopHeartbeat();
+    case proto::Fault::STALL:  // hangs with its heartbeat still beating, as a deadlock would
       while (true) std::this_thread::sleep_for(std::chrono::hours(1));
     default:
       break;

@@ -31,7 +31,11 @@ struct Failure {
 class Monitor {
  public:
   Monitor(const ResolvedScenario& sc, Clock::time_point start)
-      : sc_(sc), start_(start), last_seen_(sc.world_size(), start), phase_(sc.world_size()) {}
+      : sc_(sc),
+        start_(start),
+        last_seen_(sc.world_size(), start),
+        last_progress_(sc.world_size(), start),
+        phase_(sc.world_size()) {}
 
   // Handles one event; returns a failure when the job must stop.
   Failure Handle(const control::Event& e) {
@@ -40,10 +44,17 @@ class Monitor {
       return {StrCat("message from unknown rank ", e.rank), ErrorCode::kCommError};
     }
     last_seen_[e.rank] = Clock::now();
+    // Heartbeats prove the process lives; only the other messages prove it makes progress.
+    if (e.kind == control::Event::Kind::kMessage && !e.message.has_heartbeat()) {
+      last_progress_[e.rank] = Clock::now();
+    }
+    if (e.kind == control::Event::Kind::kMessage && e.message.has_heartbeat()) {
+      waiting_in_[e.rank] = e.message.heartbeat().waiting_in();
+    }
     if (e.kind == control::Event::Kind::kDisconnected) {
       if (results_.contains(e.rank)) return {};
-      return {StrCat("rank ", e.rank, " in phase ", PhaseOf(e.rank), ": lost its control connection (",
-                     e.detail, "): the rank died"),
+      return {StrCat("rank ", e.rank, " in phase ", PhaseOf(e.rank),
+                     ": lost its control connection (", e.detail, "): the rank died"),
               ErrorCode::kCommError};
     }
     const proto::RankMessage& m = e.message;
@@ -65,24 +76,40 @@ class Monitor {
     return {};
   }
 
-  // A rank silent for longer than the stall timeout.
+  // A rank that made no progress (no phase started or finished) for longer than the stall
+  // timeout. Ranks blocked in a collective are usually waiting for a peer: the one to name is a
+  // stalled rank that is not in a collective (it hangs by itself); failing that, the first one.
   Failure CheckStalls() const {
     const auto limit = std::chrono::duration<double>(sc_.spec.control().stall_timeout_s());
+    const auto now = Clock::now();
+    int culprit = -1;
     for (int r = 0; r < sc_.world_size(); ++r) {
-      if (!results_.contains(r) && Clock::now() - last_seen_[r] > limit) {
-        return {StrCat("rank ", r, " in phase ", PhaseOf(r), ": stalled, no message for ",
-                       sc_.spec.control().stall_timeout_s(), " s",
-                       hello_.contains(r) ? "" : " (it never connected)"),
-                ErrorCode::kTimeout};
-      }
+      if (results_.contains(r) || now - last_progress_[r] <= limit) continue;
+      if (culprit < 0 || (!waiting_in_[culprit].empty() && waiting_in_[r].empty())) culprit = r;
     }
-    return {};
+    if (culprit < 0) return {};
+    const int r = culprit;
+    const std::string why = !hello_.contains(r) ? " (it never connected)"
+                            : now - last_seen_[r] > std::chrono::seconds(2)
+                                ? " (its heartbeat stopped too)"
+                            : waiting_in_[r].empty() ? " (alive, but not waiting in a collective)"
+                                                     : StrCat(" (blocked in ", waiting_in_[r], ")");
+    return {StrCat("rank ", r, " in phase ", PhaseOf(r), ": stalled, no progress for ",
+                   sc_.spec.control().stall_timeout_s(), " s", why),
+            ErrorCode::kTimeout};
   }
 
   void DrawProgress() {
     if (!dirty_ || Clock::now() - last_draw_ < std::chrono::seconds(2)) return;
-    std::string line = StrCat("  [", Elapsed(), " s] connected ", hello_.size(), "/", sc_.world_size());
-    for (const auto& [key, n] : done_) line += StrCat(" | ", key, " ", n);
+    // Where the ranks are now: how many are inside each phase, and how many have finished.
+    std::map<std::string, int> inside;
+    for (const std::string& phase : phase_) {
+      if (!phase.empty()) ++inside[phase];
+    }
+    std::string line =
+        StrCat("  [", Elapsed(), " s] connected ", hello_.size(), "/", sc_.world_size());
+    for (const auto& [key, n] : inside) line += StrCat(" | in ", key, ": ", n);
+    line += StrCat(" | finished: ", results_.size());
     Print(line);
     last_draw_ = Clock::now();
     dirty_ = false;
@@ -90,7 +117,9 @@ class Monitor {
 
   bool AllResults() const { return static_cast<int>(results_.size()) == sc_.world_size(); }
   const std::map<int, proto::RankResult>& results() const { return results_; }
-  std::string PhaseOf(int rank) const { return phase_[rank].empty() ? "(between phases)" : phase_[rank]; }
+  std::string PhaseOf(int rank) const {
+    return phase_[rank].empty() ? "(between phases)" : phase_[rank];
+  }
   int FirstWithoutResult() const {
     for (int r = 0; r < sc_.world_size(); ++r) {
       if (!results_.contains(r)) return r;
@@ -99,7 +128,8 @@ class Monitor {
   }
   std::string Elapsed() const {
     char text[32];
-    std::snprintf(text, sizeof text, "%.1f", std::chrono::duration<double>(Clock::now() - start_).count());
+    std::snprintf(text, sizeof text, "%.1f",
+                  std::chrono::duration<double>(Clock::now() - start_).count());
     return text;
   }
 
@@ -112,6 +142,8 @@ class Monitor {
   const ResolvedScenario& sc_;
   Clock::time_point start_;
   std::vector<Clock::time_point> last_seen_;
+  std::vector<Clock::time_point> last_progress_;
+  std::vector<std::string> waiting_in_ = std::vector<std::string>(sc_.world_size());
   std::vector<std::string> phase_;
   std::set<int> hello_;
   std::map<std::string, int> done_;
@@ -156,9 +188,10 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       }
       if (!failure.failed() && !monitor.AllResults()) {
         const int r = monitor.FirstWithoutResult();
-        failure = {StrCat("rank ", r, " in phase ", monitor.PhaseOf(r), ": mpirun exited with code ",
-                          *code, " before the rank reported its result"),
-                   ErrorCode::kCommError};
+        failure = {
+            StrCat("rank ", r, " in phase ", monitor.PhaseOf(r), ": mpirun exited with code ",
+                   *code, " before the rank reported its result"),
+            ErrorCode::kCommError};
       }
       break;
     }
@@ -190,8 +223,8 @@ int RunLauncher(const RunOptions& o) {
   m.hostfile = sc.spec.hostfile();
   m.as_root = ::geteuid() == 0;
   m.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.rank_command = {SelfExecutable(), "run", o.config, "--as-rank", "--control",
-                    StrCat(server.host(), ":", server.port())};
+  m.rank_command = {SelfExecutable(), "run",       o.config,
+                    "--as-rank",      "--control", StrCat(server.host(), ":", server.port())};
   Job job(MpirunCommand(m));
   return Supervise(o, sc, server, &job, start);
 }

@@ -101,8 +101,9 @@ int RunRank(const RunOptions& o) {
     hello.mutable_hello()->set_world_size(static_cast<uint32_t>(world));
     hello.mutable_hello()->set_pid(static_cast<uint32_t>(::getpid()));
     client.Send(hello);
-    client.StartHeartbeat(std::chrono::milliseconds(
-        static_cast<int64_t>(sc.spec.control().heartbeat_s() * 1000)));
+    client.StartHeartbeat(
+        std::chrono::milliseconds(static_cast<int64_t>(sc.spec.control().heartbeat_s() * 1000)),
+        collectives::CollectiveInProgress);
     proto::RankResult result;
     SharedInputs shared;
     for (const std::string& name : sc.spec.scenarios()) {

@@ -1,13 +1,11 @@
 #include "launcher/control/client.h"
 
 // Boost 1.74's Asio misses this include under C++20 (std::exchange).
-#include <utility>
-
 #include <boost/asio.hpp>
-
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "launcher/control/framing.h"
 #include "runtime/error.h"
@@ -43,8 +41,9 @@ Client::Client(const std::string& host, uint16_t port, int rank,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (ec) {
-    Raise(ErrorCode::kCommError, StrCat("rank ", rank, ": cannot reach the launcher's control plane at ",
-                                        host, ":", port, ": ", ec.message()));
+    Raise(ErrorCode::kCommError,
+          StrCat("rank ", rank, ": cannot reach the launcher's control plane at ", host, ":", port,
+                 ": ", ec.message()));
   }
   impl_->socket.set_option(tcp::no_delay(true));
 }
@@ -67,12 +66,13 @@ void Client::Send(proto::RankMessage message) {
   }
 }
 
-void Client::StartHeartbeat(std::chrono::milliseconds period) {
-  impl_->heartbeat = std::thread([this, period] {
+void Client::StartHeartbeat(std::chrono::milliseconds period,
+                            std::function<std::string()> waiting_in) {
+  impl_->heartbeat = std::thread([this, period, waiting_in] {
     proto::RankMessage beat;
-    beat.mutable_heartbeat();
     std::unique_lock<std::mutex> lock(impl_->stop_mutex);
     while (!impl_->stop_changed.wait_for(lock, period, [this] { return impl_->stop; })) {
+      beat.mutable_heartbeat()->set_waiting_in(waiting_in());
       try {
         Send(beat);
       } catch (const Error&) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,8 +24,10 @@ class Client {
 
   // Sets message.rank and sends it.
   void Send(proto::RankMessage message);
-  // Sends a heartbeat every `period` until StopHeartbeat or destruction.
-  void StartHeartbeat(std::chrono::milliseconds period);
+  // Sends a heartbeat every `period` until StopHeartbeat or destruction, each saying what
+  // waiting_in() returns (the collective the rank is blocked in, or "").
+  void StartHeartbeat(std::chrono::milliseconds period,
+                      std::function<std::string()> waiting_in = [] { return std::string(); });
   void StopHeartbeat();
 
  private:

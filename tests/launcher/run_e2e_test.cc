@@ -124,6 +124,7 @@ TEST(RunE2eTest, RankThatStallsIsDetectedAfterTheTimeout) {
   EXPECT_EQ(r.exit_code, 16) << r.output;  // timeout
   EXPECT_LT(r.seconds, 10) << r.output;
   EXPECT_THAT(r.output, HasSubstr("rank 2 in phase attention_decode/batch_shard: stalled"));
+  EXPECT_THAT(r.output, HasSubstr("alive, but not waiting in a collective"));  // a hang
 }
 
 TEST(RunE2eTest, MalformedConfigIsRefusedBeforeAnyRankStarts) {
