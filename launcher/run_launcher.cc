@@ -80,10 +80,14 @@ class Monitor {
   // timeout. Ranks blocked in a collective are usually waiting for a peer: the one to name is a
   // stalled rank that is not in a collective (it hangs by itself); failing that, the first one.
   Failure CheckStalls() const {
-    const auto limit = std::chrono::duration<double>(sc_.spec.control().stall_timeout_s());
+    // A rank that has not connected yet may be slow to start (MPI start-up on a loaded or large
+    // machine): it gets the start-up timeout instead.
+    const auto stall = std::chrono::duration<double>(sc_.spec.control().stall_timeout_s());
+    const auto startup = std::chrono::duration<double>(sc_.spec.control().startup_timeout_s());
     const auto now = Clock::now();
     int culprit = -1;
     for (int r = 0; r < sc_.world_size(); ++r) {
+      const auto limit = hello_.contains(r) ? stall : startup;
       if (results_.contains(r) || now - last_progress_[r] <= limit) continue;
       if (culprit < 0 || (!waiting_in_[culprit].empty() && waiting_in_[r].empty())) culprit = r;
     }
@@ -95,7 +99,9 @@ class Monitor {
                             : waiting_in_[r].empty() ? " (alive, but not waiting in a collective)"
                                                      : StrCat(" (blocked in ", waiting_in_[r], ")");
     return {StrCat("rank ", r, " in phase ", PhaseOf(r), ": stalled, no progress for ",
-                   sc_.spec.control().stall_timeout_s(), " s", why),
+                   hello_.contains(r) ? sc_.spec.control().stall_timeout_s()
+                                      : sc_.spec.control().startup_timeout_s(),
+                   " s", why),
             ErrorCode::kTimeout};
   }
 
@@ -162,8 +168,9 @@ void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control:
   std::printf("nkisim run %s: %d ranks x LNC %d, scenarios:", o.config.c_str(), sc.world_size(),
               sc.topology.lnc);
   for (const std::string& s : sc.spec.scenarios()) std::printf(" %s", s.c_str());
-  std::printf("\n  control plane %s:%u; stall timeout %.1f s\n", server.host().c_str(),
-              server.port(), sc.spec.control().stall_timeout_s());
+  std::printf("\n  control plane %s:%u; stall timeout %.1f s (start-up %.0f s)\n",
+              server.host().c_str(), server.port(), sc.spec.control().stall_timeout_s(),
+              sc.spec.control().startup_timeout_s());
   std::fflush(stdout);
 }
 

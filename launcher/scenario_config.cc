@@ -23,6 +23,7 @@ void FillDefaults(proto::Scenario& s) {
   if (c.host().empty()) c.set_host("127.0.0.1");
   if (c.stall_timeout_s() == 0) c.set_stall_timeout_s(30);
   if (c.heartbeat_s() == 0) c.set_heartbeat_s(0.5);
+  if (c.startup_timeout_s() == 0) c.set_startup_timeout_s(300);
   // The reference suites' bf16 tolerances; the data movements must be exact.
   struct Default { const char* phase; double atol, rtol; };
   for (const Default& d : {Default{"qkv", 1e-5, 2e-2}, Default{"batch_shard", 0, 0},

@@ -28,14 +28,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Open MPI looks its own host name up when it starts ranks; where nothing resolves it (a bare
-# container or chroot without /etc/hosts) every lookup waits for DNS timeouts and a job with more
-# ranks than cores starts seconds late. Debian's installer writes this line; add it if missing.
-if ! getent hosts "$(hostname)" > /dev/null 2>&1; then
-  echo "setup: adding '127.0.1.1 $(hostname)' to /etc/hosts so that Open MPI resolves the host name"
-  echo "127.0.1.1 $(hostname)" >> /etc/hosts
-fi
-
 build_dir=${BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build "$build_dir"
