@@ -27,8 +27,8 @@ class PhaseRunner {
 
   // Runs `body` as phase `name`. Throws what the body throws (after the fault, if any, fires).
   void Run(const std::string& name, const std::function<PhaseOutput()>& body);
-  // The phase now running ("" between phases), for error reports.
-  const std::string& current() const { return current_; }
+  // The phase now running as "scenario/phase" ("" between phases), for error reports.
+  std::string current() const { return current_.empty() ? "" : scenario_ + "/" + current_; }
 
  private:
   void InjectFault(const std::string& phase);

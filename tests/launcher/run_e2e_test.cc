@@ -105,7 +105,7 @@ TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
   EXPECT_EQ(r.exit_code, 17) << r.output;  // the rank's own error code: internal (injected)
   EXPECT_LT(r.seconds, 10) << r.output;
   EXPECT_THAT(r.output, HasSubstr("FAILED"));
-  EXPECT_THAT(r.output, HasSubstr("rank 3 in phase attention"));
+  EXPECT_THAT(r.output, HasSubstr("rank 3 in phase attention_decode/attention"));
   EXPECT_THAT(r.output, HasSubstr("injected fault"));
 }
 
