@@ -23,7 +23,7 @@ namespace {
 using collectives::GroupComm;
 using collectives::RankContext;
 
-std::vector<double> ToDoubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> AsDoubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // The rank's slice of a global tensor of the counter-based RNG: element i of `shape` takes the
 // value of global flat index global_index(i).
@@ -116,7 +116,7 @@ ScenarioFootprint RunAttentionDecode(const ResolvedScenario& sc, RankContext& ct
   TensorView qkv_out;
   runner.Run("qkv", [&] {
     qkv_out = kernels::Qkv(lnc, qkv).output;
-    if (shared.qkv_golden.empty()) shared.qkv_golden = ToDoubles(reference::QkvReference(qkv).output);
+    if (shared.qkv_golden.empty()) shared.qkv_golden = AsDoubles(reference::QkvReference(qkv).output);
     return PhaseOutput{qkv_out.ToFloats(), shared.qkv_golden};
   });
   const TensorView q = qkv_out.slice(0, 0, 1);  // [1, B, 1, d]
@@ -181,7 +181,7 @@ ScenarioFootprint RunAttentionDecode(const ResolvedScenario& sc, RankContext& ct
     reference::OprojRefInputs ref;
     ref.weight = w_o;
     return PhaseOutput{partial.ToFloats(),
-                       ToDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref))};
+                       AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref))};
   });
 
   // 6. The TP sum over every rank. Each rank checks its block of rows against a plain
@@ -190,7 +190,7 @@ ScenarioFootprint RunAttentionDecode(const ResolvedScenario& sc, RankContext& ct
     TensorView total = TensorView::Create(partial.shape(), dt, "o_proj_total");
     collectives::all_reduce(ctx, tp, partial, total);
     const std::vector<float> sum = total.ToFloats();
-    const std::vector<double> mine = ToDoubles(partial.ToFloats());
+    const std::vector<double> mine = AsDoubles(partial.ToFloats());
     std::vector<int> counts(tp.size(), 0);
     for (int i = 0; i < tp.size(); ++i) {
       counts[i] = static_cast<int>(mine.size() / tp.size() + (i < static_cast<int>(mine.size() % tp.size())));

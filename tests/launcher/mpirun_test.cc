@@ -45,10 +45,10 @@ TEST(JobTest, ReportsExitCodesAndSignals) {
 
 TEST(JobTest, StopEndsTheWholeProcessGroupPromptly) {
   // The child ignores SIGTERM and has a grandchild: both must go.
-  Job stubborn({"sh", "-c", "trap '' TERM; sleep 30 & sleep 30"});
+  Job ignores_term({"sh", "-c", "trap '' TERM; sleep 30 & sleep 30"});
   const auto start = std::chrono::steady_clock::now();
-  stubborn.Stop(200ms);
-  EXPECT_TRUE(stubborn.Poll().has_value());
+  ignores_term.Stop(200ms);
+  EXPECT_TRUE(ignores_term.Poll().has_value());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
