@@ -1,70 +1,76 @@
 #include "collectives/collective_cost.h"
 
-#include <algorithm>
-#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "runtime/error.h"
 
 namespace nkisim::collectives {
 namespace {
 
-constexpr double kLinksPerChip = 4;
-
-int TorusDistance(int a, int b, int size) {
-  const int d = std::abs(a - b);
-  return std::min(d, size - d);
-}
-
-// Every member sends `bytes` to the member `shift` places later; the round takes the slowest pair.
-double RoundNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-               int shift, double bytes) {
-  double slowest = 0;
-  const int p = static_cast<int>(group.size());
-  for (int i = 0; i < p; ++i) {
-    slowest =
-        std::max(slowest, PointToPointNs(topo, profile, group[i], group[(i + shift) % p], bytes));
-  }
-  return slowest;
+std::string PlacementKey(const GroupPlacement& g) {
+  std::string key = StrCat(g.chips_per_instance, "x", g.torus_x, "x", g.torus_y, ":");
+  for (int m = 0; m < g.size(); ++m) key += StrCat(g.chip[m], "/", g.ranks_on_chip[m], ",");
+  return key;
 }
 
 }  // namespace
 
-double PointToPointNs(const ResolvedTopology& topo, const HardwareProfile& p, int from_rank,
+CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, double buffer_bytes,
+                              const HardwareProfile& profile, const std::string& requested) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Schedule>> schedules;
+  static std::map<std::string, CollectivePlan> plans;
+  const std::string profile_key = profile.SerializeAsString();
+  const std::string where = PlacementKey(group);
+  const std::string plan_key =
+      StrCat(OpName(op), "|", requested, "|", buffer_bytes, "|", where, "|", profile_key);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = plans.find(plan_key); it != plans.end()) return it->second;
+  }
+  const AlgorithmChoice choice = ChooseAlgorithm(op, group, buffer_bytes, profile, requested);
+  CollectivePlan plan;
+  plan.op = op;
+  plan.algorithm = choice.row->name;
+  plan.reason = choice.reason;
+  // The schedule depends on the size only through hierarchical's inner choice.
+  const bool sized = plan.algorithm == "hierarchical";
+  const std::string schedule_key = StrCat(OpName(op), "|", plan.algorithm, "|",
+                                          sized ? StrCat(buffer_bytes) : "", "|", where, "|",
+                                          sized ? profile_key : "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = schedules.find(schedule_key); it != schedules.end()) plan.schedule = it->second;
+  }
+  if (!plan.schedule) {
+    auto built = std::make_shared<const Schedule>(
+        BuildSchedule(*choice.row, op, group, buffer_bytes, profile));
+    std::lock_guard<std::mutex> lock(mu);
+    plan.schedule = schedules.emplace(schedule_key, built).first->second;
+  }
+  plan.chunk_bytes = ChunkBytes(*plan.schedule, buffer_bytes);
+  plan.cost = PlaySchedule(*plan.schedule, group, plan.chunk_bytes,
+                           ResolveParams(profile, op, plan.algorithm));
+  std::lock_guard<std::mutex> lock(mu);
+  if (plans.size() > 4096) plans.clear();
+  if (schedules.size() > 256) schedules.clear();
+  plans.emplace(plan_key, plan);
+  return plan;
+}
+
+double PointToPointNs(const ResolvedTopology& topo, const HardwareProfile& profile, int from_rank,
                       int to_rank, double bytes) {
   if (from_rank == to_rank) return 0.0;
-  const int a = topo.chip_of_rank[from_rank], b = topo.chip_of_rank[to_rank];
-  if (a == b) return p.core_link_latency_ns() + bytes / p.core_link_gbps();
-  const int per_instance = static_cast<int>(p.chips_per_instance());
-  if (a / per_instance != b / per_instance) {
-    return p.neuronlink_latency_ns() + bytes / p.interinstance_gbps_per_chip();
-  }
-  const int tx = static_cast<int>(p.torus_x()), ty = static_cast<int>(p.torus_y());
-  const int la = a % per_instance, lb = b % per_instance;
-  const int hops = TorusDistance(la % tx, lb % tx, tx) + TorusDistance(la / tx, lb / tx, ty);
-  return hops * p.neuronlink_latency_ns() + bytes / (p.neuronlink_gbps_per_chip() / kLinksPerChip);
-}
-
-double AllGatherNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                   double bytes_per_rank) {
-  const int p = static_cast<int>(group.size());
-  return p > 1 ? (p - 1) * RoundNs(topo, profile, group, 1, bytes_per_rank) : 0.0;
-}
-
-double ReduceScatterNs(const ResolvedTopology& topo, const HardwareProfile& profile,
-                       const Group& group, double output_bytes_per_rank) {
-  return AllGatherNs(topo, profile, group, output_bytes_per_rank);
-}
-
-double AllReduceNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                   double bytes) {
-  const int p = static_cast<int>(group.size());
-  return p > 1 ? 2 * (p - 1) * RoundNs(topo, profile, group, 1, bytes / p) : 0.0;
-}
-
-double AllToAllNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                  double bytes_per_rank) {
-  const int p = static_cast<int>(group.size());
-  double total = 0;
-  for (int k = 1; k < p; ++k) total += RoundNs(topo, profile, group, k, bytes_per_rank / p);
-  return total;
+  const GroupPlacement pair = PlaceGroup(topo, profile, {from_rank, to_rank});
+  Schedule s;
+  s.op = CollectiveOp::kAllGather;
+  s.members = 2;
+  s.num_chunks = 2;
+  s.steps.push_back({"send", {{{0}, 1, {0}, false, false}}});
+  CollectiveParams params = ResolveParams(profile, CollectiveOp::kAllGather, "");
+  params.fixed_ns = 0;
+  return PlaySchedule(s, pair, bytes, params).total_ns;
 }
 
 }  // namespace nkisim::collectives

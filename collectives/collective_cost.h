@@ -1,31 +1,37 @@
-// Simulated cost of the collectives: alpha-beta models of their algorithms over the topology of
-// the hardware profile (docs/collectives.md, "Cost model").
-//
-//   point to point a -> b: same chip: core_link_latency + bytes / core_link_gbps (shared HBM);
-//     same instance: hops * neuronlink_latency + bytes / (neuronlink_gbps_per_chip / 4 links),
-//     hops = distance on the torus_x x torus_y torus; other instance:
-//     neuronlink_latency + bytes / interinstance_gbps_per_chip.
-//   ring step: every member sends to the next at once; the step takes the slowest pair.
-//   all_gather: p - 1 ring steps of the per-rank bytes; reduce_scatter: p - 1 steps of the
-//   per-rank output bytes; all_reduce: 2 (p - 1) steps of bytes / p; all_to_all (pairwise):
-//   for k = 1 .. p - 1, every member i sends bytes / p to member i + k, each round the slowest.
-// Link contention between concurrent pairs is not modelled. All results in ns; GB = 1e9 B.
+// What a collective costs: the algorithm the runtime would run (collectives/algorithms.h), its
+// schedule, and that schedule played on the link model (collectives/link_model.h).
+// Pure functions of the group's placement, the size and the profile; thread-safe (plans are
+// cached behind a mutex, keyed by everything they depend on).
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include "collectives/algorithms.h"
+#include "collectives/link_model.h"
+#include "collectives/schedule.h"
 #include "collectives/topology.h"
 #include "runtime/hardware_profile.h"
 
 namespace nkisim::collectives {
 
+struct CollectivePlan {
+  CollectiveOp op = CollectiveOp::kAllGather;
+  std::string algorithm;  // the row that runs
+  std::string reason;     // why ("forced", "auto: 512 KiB < mesh_max_bytes", ...)
+  std::shared_ptr<const Schedule> schedule;
+  double chunk_bytes = 0;
+  ScheduleCost cost;
+};
+
+// buffer_bytes: one rank's input (all_gather: what it contributes; reduce_scatter: all n
+// chunks; all_reduce: the buffer; all_to_all: its n blocks). requested: "auto" or a row name.
+// Throws Error(kInvalidArgument) as ChooseAlgorithm does.
+CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, double buffer_bytes,
+                              const HardwareProfile& profile, const std::string& requested);
+
+// Point to point a -> b (send / recv): one step of one transfer on the link model.
 double PointToPointNs(const ResolvedTopology& topo, const HardwareProfile& profile, int from_rank,
                       int to_rank, double bytes);
-double AllGatherNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                   double bytes_per_rank);
-double ReduceScatterNs(const ResolvedTopology& topo, const HardwareProfile& profile,
-                       const Group& group, double output_bytes_per_rank);
-double AllReduceNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                   double bytes);
-double AllToAllNs(const ResolvedTopology& topo, const HardwareProfile& profile, const Group& group,
-                  double bytes_per_rank);
 
 }  // namespace nkisim::collectives

@@ -8,6 +8,7 @@
 
 #include "collectives/collective_cost.h"
 #include "collectives/mpi_datatype.h"
+#include "collectives/reduction.h"
 #include "runtime/error.h"
 
 namespace nkisim::collectives {
@@ -36,14 +37,16 @@ class ClockJoin {
 // Charges [start, start + cost] to the rank: a Collective event on core 0's timeline, and no
 // engine of any core starts before it ends.
 CollectiveResult Advance(RankContext& ctx, const char* name, double start, double cost,
-                         int64_t bytes, const TensorView& shape_of) {
+                         int64_t bytes, const TensorView& shape_of, const std::string& algorithm,
+                         const std::string& reason) {
   const double end = start + cost;
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
   clock.Record(name, Engine::kCollective, start, end, bytes, 0,
-               StrCat(ShapeString(shape_of.shape()), DTypeName(shape_of.dtype())));
+               StrCat(ShapeString(shape_of.shape()), DTypeName(shape_of.dtype()),
+                      algorithm.empty() ? "" : " algorithm=", algorithm));
   for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
-  return {start, end, bytes};
+  return {start, end, bytes, algorithm, reason};
 }
 
 // The rule's message is built only when it is broken: these checks sit on every call.
@@ -121,6 +124,73 @@ void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
 
 bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
 
+// The plan of one call: the group set's algorithm (or auto) on this group.
+CollectivePlan PlanFor(RankContext& ctx, const GroupComm& group, CollectiveOp op,
+                       double buffer_bytes) {
+  const GroupPlacement placement = PlaceGroup(ctx.topology(), ctx.profile(), *group.members);
+  return PlanCollective(op, placement, buffer_bytes, ctx.profile(), group.set->algorithm);
+}
+
+// The one skeleton of every collective: plan (algorithm, schedule, cost; refused before any data
+// moves when a forced algorithm does not fit), blocking bookkeeping for the supervisor, the clock
+// join overlapping the data movement, then the cost charged from the latest member's clock.
+template <typename Move>
+CollectiveResult RunCollective(RankContext& ctx, const GroupComm& group, CollectiveOp op,
+                               double buffer_bytes, int64_t bytes_sent, const TensorView& shape_of,
+                               Move move) {
+  const CollectivePlan plan = PlanFor(ctx, group, op, buffer_bytes);
+  WaitingInCollective waiting(OpName(op));
+  ClockJoin clock(ctx, group.comm);  // overlaps the payload
+  move(plan);
+  const double start = clock.Wait();
+  return Advance(ctx, OpName(op), start, plan.cost.total_ns, bytes_sent, shape_of, plan.algorithm,
+                 plan.reason);
+}
+
+// A reduction of `input` into the chunks of `output` (all_reduce: the same shape; reduce_scatter:
+// this member's chunk), in the group set's reduction mode.
+void Reduce(const CollectivePlan& plan, const GroupComm& group, const TensorView& input,
+            const TensorView& output, bool in_place) {
+  const bool all = plan.op == CollectiveOp::kAllReduce;
+  if (group.set->exact_reduction || group.size() < 2) {
+    if (ZeroCopySum(input) && ZeroCopySum(output)) {
+      if (all) {
+        CheckMpi(MPI_Allreduce(in_place ? MPI_IN_PLACE : ViewData(input), ViewData(output),
+                               static_cast<int>(input.numel()), MPI_FLOAT, MPI_SUM, group.comm),
+                 "all_reduce (MPI_Allreduce)");
+      } else {
+        CheckMpi(MPI_Reduce_scatter_block(ViewData(input), ViewData(output),
+                                          static_cast<int>(output.numel()), MPI_FLOAT, MPI_SUM,
+                                          group.comm),
+                 "reduce_scatter (MPI_Reduce_scatter_block)");
+      }
+      return;
+    }
+    std::vector<double> values = ReadAsDouble(input);
+    if (all) {
+      CheckMpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                             MPI_DOUBLE, MPI_SUM, group.comm),
+               "all_reduce (MPI_Allreduce)");
+      WriteFromDouble(output, values);
+    } else {
+      std::vector<double> mine(static_cast<size_t>(output.numel()));
+      CheckMpi(MPI_Reduce_scatter_block(values.data(), mine.data(), static_cast<int>(mine.size()),
+                                        MPI_DOUBLE, MPI_SUM, group.comm),
+               "reduce_scatter (MPI_Reduce_scatter_block)");
+      WriteFromDouble(output, mine);
+    }
+    return;
+  }
+  std::vector<double> values = ReadAsDouble(input);
+  RunReductionSchedule(*plan.schedule, group, input.dtype(), values);
+  if (all) {
+    WriteFromDouble(output, values);
+  } else {
+    const int64_t n = output.numel(), first = group.position * n;
+    WriteFromDouble(output, std::vector<double>(values.begin() + first, values.begin() + first + n));
+  }
+}
+
 }  // namespace
 
 CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -135,24 +205,21 @@ CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const Tens
                   " times the group size ", group.size(), ")");
   });
   const int64_t bytes = input.size_bytes();
-  WaitingInCollective waiting(kOp);
-  ClockJoin clock(ctx, group.comm);  // overlaps the payload
-  if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
-    CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
-                           static_cast<int>(bytes), MPI_BYTE, group.comm),
-             "all_gather (MPI_Allgather)");
-  } else {
-    const MpiDatatype send = ViewDatatype(input, bytes);
-    const MpiDatatype recv = BlockDatatype(output, dim, input.shape()[dim]);
-    CheckMpi(
-        MPI_Allgather(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(), group.comm),
-        "all_gather (MPI_Allgather)");
-  }
-  const double start = clock.Wait();
-  return Advance(
-      ctx, kOp, start,
-      AllGatherNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)), bytes,
-      output);
+  // Copies are exact whatever the algorithm: the data moves in one MPI call.
+  return RunCollective(ctx, group, CollectiveOp::kAllGather, static_cast<double>(bytes), bytes,
+                       output, [&](const CollectivePlan&) {
+    if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
+      CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
+                             static_cast<int>(bytes), MPI_BYTE, group.comm),
+               "all_gather (MPI_Allgather)");
+    } else {
+      const MpiDatatype send = ViewDatatype(input, bytes);
+      const MpiDatatype recv = BlockDatatype(output, dim, input.shape()[dim]);
+      CheckMpi(MPI_Allgather(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(),
+                             group.comm),
+               "all_gather (MPI_Allgather)");
+    }
+  });
 }
 
 CollectiveResult all_reduce(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -161,26 +228,10 @@ CollectiveResult all_reduce(RankContext& ctx, const GroupComm& group, const Tens
   Require(output.shape() == input.shape() && output.dtype() == input.dtype(), kOp, [&] {
     return StrCat(Describe("output", output), " must match ", Describe("input", input));
   });
-  WaitingInCollective waiting(kOp);
-  ClockJoin clock(ctx, group.comm);
   const bool in_place = input.SameBuffer(output) && input.offset() == output.offset();
-  if (ZeroCopySum(input) && ZeroCopySum(output)) {
-    CheckMpi(MPI_Allreduce(in_place ? MPI_IN_PLACE : ViewData(input), ViewData(output),
-                           static_cast<int>(input.numel()), MPI_FLOAT, MPI_SUM, group.comm),
-             "all_reduce (MPI_Allreduce)");
-  } else {
-    std::vector<double> values = ReadAsDouble(input);
-    CheckMpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
-                           MPI_SUM, group.comm),
-             "all_reduce (MPI_Allreduce)");
-    WriteFromDouble(output, values);
-  }
-  const double start = clock.Wait();
-  const int64_t bytes = input.size_bytes();
-  return Advance(
-      ctx, kOp, start,
-      AllReduceNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)), bytes,
-      output);
+  return RunCollective(ctx, group, CollectiveOp::kAllReduce,
+                       static_cast<double>(input.size_bytes()), input.size_bytes(), output,
+                       [&](const CollectivePlan& plan) { Reduce(plan, group, input, output, in_place); });
 }
 
 CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -194,26 +245,9 @@ CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const 
     return StrCat(Describe("input", input), " must be ", Describe("output", output),
                   " with dim 0 times the group size ", group.size());
   });
-  WaitingInCollective waiting(kOp);
-  ClockJoin clock(ctx, group.comm);
-  const int count = static_cast<int>(output.numel());
-  if (ZeroCopySum(input) && ZeroCopySum(output)) {
-    CheckMpi(MPI_Reduce_scatter_block(ViewData(input), ViewData(output), count, MPI_FLOAT, MPI_SUM,
-                                      group.comm),
-             "reduce_scatter (MPI_Reduce_scatter_block)");
-  } else {
-    std::vector<double> values = ReadAsDouble(input), mine(static_cast<size_t>(count));
-    CheckMpi(MPI_Reduce_scatter_block(values.data(), mine.data(), count, MPI_DOUBLE, MPI_SUM,
-                                      group.comm),
-             "reduce_scatter (MPI_Reduce_scatter_block)");
-    WriteFromDouble(output, mine);
-  }
-  const double start = clock.Wait();
-  const int64_t bytes = output.size_bytes();
-  return Advance(
-      ctx, kOp, start,
-      ReduceScatterNs(ctx.topology(), ctx.profile(), *group.members, static_cast<double>(bytes)),
-      input.size_bytes(), output);
+  return RunCollective(ctx, group, CollectiveOp::kReduceScatter,
+                       static_cast<double>(input.size_bytes()), input.size_bytes(), output,
+                       [&](const CollectivePlan& plan) { Reduce(plan, group, input, output, false); });
 }
 
 CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -227,26 +261,23 @@ CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const Tens
     return StrCat("dim ", dim, " of ", Describe("input", input),
                   " must be divisible by the group size ", group.size());
   });
-  WaitingInCollective waiting(kOp);
-  ClockJoin clock(ctx, group.comm);
   const int64_t block = input.shape()[dim] / group.size();
   const int64_t block_bytes = input.size_bytes() / group.size();
-  if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
-    CheckMpi(MPI_Alltoall(ViewData(input), static_cast<int>(block_bytes), MPI_BYTE,
-                          ViewData(output), static_cast<int>(block_bytes), MPI_BYTE, group.comm),
-             "all_to_all (MPI_Alltoall)");
-  } else {
-    const MpiDatatype send = BlockDatatype(input, dim, block);
-    const MpiDatatype recv = BlockDatatype(output, dim, block);
-    CheckMpi(
-        MPI_Alltoall(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(), group.comm),
-        "all_to_all (MPI_Alltoall)");
-  }
-  const double start = clock.Wait();
-  return Advance(ctx, kOp, start,
-                 AllToAllNs(ctx.topology(), ctx.profile(), *group.members,
-                            static_cast<double>(input.size_bytes())),
-                 input.size_bytes(), output);
+  return RunCollective(ctx, group, CollectiveOp::kAllToAll,
+                       static_cast<double>(input.size_bytes()), input.size_bytes(), output,
+                       [&](const CollectivePlan&) {
+    if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
+      CheckMpi(MPI_Alltoall(ViewData(input), static_cast<int>(block_bytes), MPI_BYTE,
+                            ViewData(output), static_cast<int>(block_bytes), MPI_BYTE, group.comm),
+               "all_to_all (MPI_Alltoall)");
+    } else {
+      const MpiDatatype send = BlockDatatype(input, dim, block);
+      const MpiDatatype recv = BlockDatatype(output, dim, block);
+      CheckMpi(MPI_Alltoall(ViewData(input), 1, send.get(), ViewData(output), 1, recv.get(),
+                            group.comm),
+               "all_to_all (MPI_Alltoall)");
+    }
+  });
 }
 
 CollectiveResult send(RankContext& ctx, const TensorView& tensor, int dest_rank, int tag) {
@@ -262,7 +293,7 @@ CollectiveResult send(RankContext& ctx, const TensorView& tensor, int dest_rank,
   return Advance(ctx, "send", now,
                  PointToPointNs(ctx.topology(), ctx.profile(), ctx.rank(), dest_rank,
                                 static_cast<double>(tensor.size_bytes())),
-                 tensor.size_bytes(), tensor);
+                 tensor.size_bytes(), tensor, "", "");
 }
 
 CollectiveResult recv(RankContext& ctx, const TensorView& tensor, int source_rank, int tag) {
@@ -288,7 +319,7 @@ CollectiveResult recv(RankContext& ctx, const TensorView& tensor, int source_ran
   return Advance(ctx, "recv", std::max(sender_now, ctx.lnc().now()),
                  PointToPointNs(ctx.topology(), ctx.profile(), source_rank, ctx.rank(),
                                 static_cast<double>(tensor.size_bytes())),
-                 tensor.size_bytes(), tensor);
+                 tensor.size_bytes(), tensor, "", "");
 }
 
 }  // namespace nkisim::collectives

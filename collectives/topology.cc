@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "collectives/algorithms.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 
@@ -198,6 +199,18 @@ ResolvedTopology Resolve(const proto::Topology& t, const HardwareProfile& profil
                                 "]; names must be unique"));
     }
     GroupSet set{spec.name(), BuildGroups(spec, i, r.world_size, problems), {}, {}};
+    if (!spec.algorithm().empty() && spec.algorithm() != "auto" && !FindAlgorithm(spec.algorithm())) {
+      problems.push_back(StrCat(Quoted(spec, i), ".algorithm: '", spec.algorithm(),
+                                "' is not one of auto, ", AlgorithmNames()));
+    } else if (!spec.algorithm().empty()) {
+      set.algorithm = spec.algorithm();
+    }
+    if (spec.reduction() == "exact") {
+      set.exact_reduction = true;
+    } else if (!spec.reduction().empty() && spec.reduction() != "algorithm") {
+      problems.push_back(StrCat(Quoted(spec, i), ".reduction: '", spec.reduction(),
+                                "' is not one of algorithm, exact"));
+    }
     IndexGroups(set, Quoted(spec, i), r.world_size, problems);
     r.group_sets.push_back(std::move(set));
   }
@@ -269,7 +282,9 @@ std::string FormatTopology(const ResolvedTopology& t) {
       << " physical cores)\n";
   for (const GroupSet& set : t.group_sets) {
     out << "replica group set '" << set.name << "': " << set.groups.size() << " groups of "
-        << (set.groups.empty() ? 0 : set.groups[0].size()) << " ranks\n";
+        << (set.groups.empty() ? 0 : set.groups[0].size()) << " ranks; algorithm "
+        << set.algorithm << ", reduction " << (set.exact_reduction ? "exact" : "algorithm")
+        << "\n";
     for (size_t g = 0; g < set.groups.size(); ++g) {
       out << "  group " << g << ": [" << RankListString(set.groups[g]) << "]\n";
     }

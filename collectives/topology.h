@@ -22,6 +22,8 @@ struct GroupSet {
   std::vector<Group> groups;
   std::vector<int> group_of_rank;     // index into groups, per world rank
   std::vector<int> position_of_rank;  // position inside its group, per world rank
+  std::string algorithm = "auto";     // collectives/algorithms.h row, or "auto"
+  bool exact_reduction = false;       // reduction: "exact"
   // The group rank r belongs to.
   const Group& group_of(int rank) const { return groups[group_of_rank[rank]]; }
 };

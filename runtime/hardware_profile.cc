@@ -1,45 +1,20 @@
 #include "runtime/hardware_profile.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
 #include "runtime/config_file.h"
 #include "runtime/error.h"
+#include "runtime/trn2_profile_text.h"
 
 namespace nkisim {
 namespace {
 
 HardwareProfile MakeTrn2() {
   HardwareProfile p;
-  p.set_name("trn2");
-  p.set_pe_freq_ghz(2.4);
-  p.set_pe_rows(128);
-  p.set_pe_cols(128);
-  p.set_pe_max_moving_free(512);
-  p.set_pe_min_cycles(64);
-  p.set_pe_fp32_cycle_factor(4.0);
-  p.set_vector_freq_ghz(0.96);
-  p.set_vector_elems_per_cycle_16bit(512);
-  p.set_vector_elems_per_cycle_other(256);
-  p.set_scalar_freq_ghz(1.2);
-  p.set_scalar_elems_per_cycle(128);
-  p.set_gpsimd_freq_ghz(1.2);
-  p.set_gpsimd_elems_per_cycle(128);
-  p.set_access_overhead_cycles(60);
-  p.set_partitions(128);
-  p.set_sbuf_bytes_per_partition(224 * 1024);
-  p.set_psum_bytes_per_partition(16 * 1024);
-  p.set_psum_banks(8);
-  p.set_hbm_gbps_per_core(2900.0 / 8);   // 2.9 TB/s per chip over 8 physical cores
-  p.set_dma_queues(16);
-  p.set_dma_queue_gbps(3500.0 / 128);    // 3.5 TB/s per chip over 128 queues
-  p.set_dma_fixed_ns(600);
-  p.set_core_link_gbps(2900.0 / 8);      // a shared-HBM copy runs at the core's HBM share
-  p.set_core_link_latency_ns(600);       // one DMA's fixed cost
-  p.set_physical_cores_per_chip(8);
-  p.set_chips_per_instance(16);
-  p.set_torus_x(4);
-  p.set_torus_y(4);
-  p.set_neuronlink_gbps_per_chip(1024);
-  p.set_interinstance_gbps_per_chip(256);
-  p.set_neuronlink_latency_ns(2000);     // not published; a typical collective step latency
+  ParseConfigText(kTrn2ProfileText, "built-in trn2 profile (configs/hardware/trn2.textproto)", &p);
   return p;
 }
 
@@ -76,11 +51,53 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"sbuf_bytes_per_partition", static_cast<double>(p.sbuf_bytes_per_partition())},
       {"psum_bytes_per_partition", static_cast<double>(p.psum_bytes_per_partition())},
       {"neuronlink_gbps_per_chip", p.neuronlink_gbps_per_chip()},
+      {"interinstance_gbps_per_chip", p.interinstance_gbps_per_chip()},
+      {"intrachip_gbps", p.intrachip_gbps()},
+      {"collective_dma_gbps_per_rank", p.collective_dma_gbps_per_rank()},
+      {"physical_cores_per_chip", static_cast<double>(p.physical_cores_per_chip())},
+      {"chips_per_instance", static_cast<double>(p.chips_per_instance())},
+      {"torus_x", static_cast<double>(p.torus_x())},
+      {"torus_y", static_cast<double>(p.torus_y())},
   };
   for (const Positive& f : positives) {
     if (!(f.value > 0)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
                                           "' is ", f.value, "; it must be > 0"));
+    }
+  }
+  struct NonNegative { const char* field; double value; };
+  const NonNegative non_negatives[] = {
+      {"neuronlink_latency_ns", p.neuronlink_latency_ns()},
+      {"collective_step_latency_ns", p.collective_step_latency_ns()},
+      {"collective_fixed_ns", p.collective_fixed_ns()},
+      {"interinstance_latency_ns", p.interinstance_latency_ns()},
+  };
+  for (const NonNegative& f : non_negatives) {
+    if (!(f.value >= 0) || f.value == std::numeric_limits<double>::infinity()) {
+      Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
+                                          "' is ", f.value, "; it must be finite and >= 0"));
+    }
+  }
+  if (p.torus_x() * p.torus_y() != p.chips_per_instance()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile: torus_x x torus_y (", p.torus_x(), " x ",
+                 p.torus_y(), ") must equal chips_per_instance (", p.chips_per_instance(), ")"));
+  }
+  for (int i = 0; i < p.collective_tuning_size(); ++i) {
+    const proto::CollectiveTuning& t = p.collective_tuning(i);
+    const std::string where = StrCat(source_name, ": hardware profile: collective_tuning[", i, "]");
+    static const char* const kOps[] = {"", "all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
+    if (std::find(std::begin(kOps), std::end(kOps), t.op()) == std::end(kOps)) {
+      Raise(ErrorCode::kBadConfig, StrCat(where, ".op: '", t.op(), "' is not one of all_gather, ",
+                                          "reduce_scatter, all_reduce, all_to_all (or empty)"));
+    }
+    if ((t.has_step_latency_ns() && !(t.step_latency_ns() >= 0 && std::isfinite(t.step_latency_ns()))) ||
+        (t.has_fixed_ns() && !(t.fixed_ns() >= 0 && std::isfinite(t.fixed_ns()))) ||
+        (t.has_link_gbps() && !(t.link_gbps() > 0 && std::isfinite(t.link_gbps())))) {
+      Raise(ErrorCode::kBadConfig,
+            StrCat(where, ": step_latency_ns (", t.step_latency_ns(), ") and fixed_ns (",
+                   t.fixed_ns(), ") must be finite and >= 0, link_gbps (", t.link_gbps(),
+                   ") finite and > 0"));
     }
   }
   if (p.partitions() == 0 || p.partitions() > 128 || p.pe_rows() != p.partitions()) {

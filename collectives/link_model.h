@@ -1,0 +1,74 @@
+// The cost of a collective: its schedule played on a link-level model of the machine.
+//
+// The machine: chips on a torus_x x torus_y torus per instance, each with 4 NeuronLink links
+// (+x, -x, +y, -y; one per direction and neighbour), instances joined chip by chip over EFA.
+// A transfer between chips of one instance is routed dimension by dimension (x, then y, the
+// shorter way round); between instances it leaves through its chip's EFA port and enters through
+// the destination chip's; on one chip it is an intra-chip write.
+//
+// One step:
+//   load(l)    = bytes of all the step's transfers routed over link l (they share it)
+//   transfer t = step_latency + hops(t) * hop_latency [+ interinstance_latency]
+//                + max( max over links l on t's route of load(l) / bandwidth(l),
+//                       bytes the writing rank sends this step / dma_gbps_per_rank,
+//                       bytes the receiving rank gets this step / dma_gbps_per_rank,
+//                       bytes(t) / intrachip_gbps when t stays on its chip )
+//   hbm        = max over chips of (bytes read + bytes written on the chip) / chip HBM bandwidth;
+//                a transfer reads bytes per source (none when it shares a read), writes bytes at
+//                the destination, and a reduce reads the destination's copy too
+//   step       = max over t of transfer t + hbm
+// collective  = fixed + sum of the steps (no step, no fixed cost: a group of one).
+// Every constant comes from the profile, corrected per op and algorithm by collective_tuning.
+// All times in ns, GB = 1e9 B, so bytes / GB/s = ns.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "collectives/schedule.h"
+#include "runtime/hardware_profile.h"
+
+namespace nkisim::collectives {
+
+struct CollectiveParams {
+  double step_latency_ns = 0;
+  double fixed_ns = 0;
+  double link_gbps = 0;  // one NeuronLink link, one direction
+  double hop_latency_ns = 0;
+  double interinstance_latency_ns = 0;
+  double interinstance_gbps = 0;  // one chip's EFA port, one direction
+  double intrachip_gbps = 0;
+  double dma_gbps_per_rank = 0;
+  double hbm_gbps_per_chip = 0;
+};
+
+// The profile's figures with the collective_tuning entries matching (op, algorithm) applied,
+// the less specific first.
+CollectiveParams ResolveParams(const HardwareProfile& profile, CollectiveOp op,
+                               const std::string& algorithm);
+
+struct StepCost {
+  std::string label;
+  double ns = 0;
+  double hbm_ns = 0;
+  std::string bound;  // what limited the slowest transfer: "link", "dma", "intrachip", "latency"
+};
+
+struct ScheduleCost {
+  double total_ns = 0;
+  double fixed_ns = 0;
+  int steps = 0;
+  // total = fixed_ns + step_latency_ns * latency_units + link_bytes / link_gbps + rest_ns, with
+  // the slowest transfer of each step as it is under these params (what calibration fits).
+  double latency_units = 0;
+  double link_bytes = 0;
+  double rest_ns = 0;
+  std::vector<StepCost> per_step;
+};
+
+// REQUIRES: the schedule was built for `group`; every param > 0 except the latencies and fixed.
+ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& group,
+                          double chunk_bytes, const CollectiveParams& params);
+
+}  // namespace nkisim::collectives

@@ -1,0 +1,33 @@
+// Reductions that add the way the algorithm does: the schedule's steps run over MPI between the
+// group's members, each transfer carrying its chunks' current values, and every addition is
+// done in fp64 and rounded to the wire dtype at once (through fp32 for the float dtypes; integers
+// round to nearest and saturate), in the order the schedule gives (collectives/schedule.h).
+// So a bf16 all_reduce shows the error a real one has, and two algorithms can differ in the last
+// bits, as on the hardware.
+#pragma once
+
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "collectives/schedule.h"
+#include "runtime/dtype.h"
+
+namespace nkisim::collectives {
+
+// One addition of the wire: a + b, rounded to dtype.
+double AddOnWire(DType dtype, double a, double b);
+// A value rounded to dtype (saturating for the integer types).
+double RoundToWire(DType dtype, double value);
+
+// Element range [begin, end) of chunk c when `elements` are cut into num_chunks chunks.
+int64_t ChunkBegin(int64_t elements, int num_chunks, int chunk);
+
+// REQUIRES: s is a reduce_scatter or all_reduce schedule over group's members; values is this
+// rank's buffer (reduce_scatter: its whole input; all_reduce: the buffer), already rounded to
+// dtype; every member calls it with the same schedule and size.
+// On return the chunks the op promises hold their sums: reduce_scatter, this member's chunks;
+// all_reduce, every chunk. Other chunks hold partial sums. Throws Error(kCommError) on MPI errors.
+void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
+                          std::vector<double>& values);
+
+}  // namespace nkisim::collectives

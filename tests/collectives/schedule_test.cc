@@ -1,0 +1,181 @@
+// Every algorithm row, every op it serves and every group shape it accepts at 8, 16, 64 and 128
+// ranks: a symbolic run of the schedule delivers exactly what the op promises.
+#include "collectives/schedule.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "collectives/algorithms.h"
+#include "runtime/error.h"
+#include "tests/testing/error_helpers.h"
+
+namespace nkisim::collectives {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A group of `world` ranks at LNC 2 (4 ranks per chip, 16 chips per instance): the members
+// chosen by `pick` from the world.
+GroupPlacement Pick(int world, const std::vector<int>& ranks) {
+  const GroupPlacement all = DefaultPlacement(world, 2, Trn2Profile());
+  GroupPlacement g = all;
+  g.world_rank.clear();
+  g.chip.clear();
+  g.ranks_on_chip.clear();
+  for (int r : ranks) {
+    g.world_rank.push_back(r);
+    g.chip.push_back(all.chip[r]);
+    g.ranks_on_chip.push_back(all.ranks_on_chip[r]);
+  }
+  return g;
+}
+std::vector<int> Range(int first, int count, int stride = 1) {
+  std::vector<int> v;
+  for (int i = 0; i < count; ++i) v.push_back(first + i * stride);
+  return v;
+}
+
+struct Shape {
+  const char* name;
+  int world;
+  std::vector<int> ranks;
+};
+
+std::vector<Shape> Shapes() {
+  std::vector<Shape> shapes;
+  for (int world : {8, 16, 64, 128}) {
+    shapes.push_back({"whole world", world, Range(0, world)});
+    shapes.push_back({"first 8 (2 chips)", world, Range(0, 8)});
+    shapes.push_back({"one per chip (strided)", world, Range(0, world / 4, 4)});
+    shapes.push_back({"two per chip", world, [&] {
+                        std::vector<int> v;
+                        for (int c = 0; c < world / 4; ++c) v.insert(v.end(), {4 * c, 4 * c + 1});
+                        return v;
+                      }()});
+    if (world >= 16) shapes.push_back({"3 chips (12 ranks)", world, Range(0, 12)});
+    if (world >= 16) shapes.push_back({"5 ranks over 2 chips", world, Range(2, 5)});
+  }
+  shapes.push_back({"one rank", 8, {3}});
+  shapes.push_back({"first 4 (one chip)", 64, Range(0, 4)});
+  shapes.push_back({"strided 8 over 64", 64, Range(0, 8, 8)});
+  return shapes;
+}
+
+TEST(ScheduleTest, EveryAlgorithmDeliversEveryChunkOnEveryShape) {
+  int checked = 0;
+  for (const Shape& shape : Shapes()) {
+    const GroupPlacement g = Pick(shape.world, shape.ranks);
+    for (const AlgorithmRow& row : AlgorithmTable()) {
+      for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                              CollectiveOp::kAllReduce, CollectiveOp::kAllToAll}) {
+        if (!row.serves(op) || !row.accepts(g).empty()) continue;
+        const Schedule s = BuildSchedule(row, op, g, 1 << 20, Trn2Profile());
+        EXPECT_EQ(CheckSchedule(s), "")
+            << row.name << " " << OpName(op) << " on " << shape.name << " of " << shape.world;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 150);
+}
+
+TEST(ScheduleTest, ShapesEachAlgorithmAcceptsAtSixtyFourAndOneTwentyEight) {
+  const GroupPlacement w64 = Pick(64, Range(0, 64)), w128 = Pick(128, Range(0, 128));
+  EXPECT_EQ(FindAlgorithm("rdh")->accepts(w64), "");
+  EXPECT_EQ(FindAlgorithm("kangaring")->accepts(w64), "");
+  EXPECT_EQ(FindAlgorithm("mesh")->accepts(w64), "");
+  EXPECT_THAT(FindAlgorithm("hierarchical")->accepts(w64), HasSubstr("inside one instance"));
+  EXPECT_EQ(FindAlgorithm("hierarchical")->accepts(w128), "");
+  EXPECT_THAT(FindAlgorithm("mesh")->accepts(w128), HasSubstr("spans instances"));
+  // Strided: one rank per chip, so kangaring (needs every rank of a chip) falls back.
+  EXPECT_THAT(FindAlgorithm("kangaring")->accepts(Pick(64, Range(0, 16, 4))),
+              HasSubstr("holds 1 of the 4 ranks"));
+  EXPECT_THAT(FindAlgorithm("rdh")->accepts(Pick(64, Range(0, 12))),
+              HasSubstr("3 chips, not a power of two"));
+}
+
+TEST(ScheduleTest, StepCountsFollowTheAlgorithms) {
+  const GroupPlacement g = Pick(64, Range(0, 64));
+  const HardwareProfile& p = Trn2Profile();
+  auto steps = [&](const char* algo, CollectiveOp op) {
+    return BuildSchedule(*FindAlgorithm(algo), op, g, 1 << 20, p).steps.size();
+  };
+  EXPECT_EQ(steps("ring", CollectiveOp::kAllGather), 63u);
+  EXPECT_EQ(steps("ring", CollectiveOp::kAllReduce), 126u);
+  EXPECT_EQ(steps("mesh", CollectiveOp::kAllGather), 2u);
+  EXPECT_EQ(steps("mesh", CollectiveOp::kAllReduce), 4u);
+  EXPECT_EQ(steps("mesh_1step", CollectiveOp::kAllReduce), 1u);
+  EXPECT_EQ(steps("rdh", CollectiveOp::kAllGather), 5u);  // 4 hypercube axes + intra-chip
+  EXPECT_EQ(steps("rdh", CollectiveOp::kAllReduce), 10u);
+  EXPECT_EQ(steps("kangaring", CollectiveOp::kAllGather), 32u);  // 32 primaries per cycle
+  EXPECT_EQ(steps("pairwise", CollectiveOp::kAllToAll), 63u);
+}
+
+TEST(ScheduleTest, RdhAxesAreTorusNeighboursOnAFullInstance) {
+  // One rank per chip over all 16 chips: each recursive-doubling step pairs torus neighbours.
+  const GroupPlacement g = Pick(64, Range(0, 16, 4));
+  const Schedule s = BuildSchedule(*FindAlgorithm("rdh"), CollectiveOp::kAllGather, g, 4096,
+                                   Trn2Profile());
+  ASSERT_EQ(s.steps.size(), 4u);
+  for (const Step& step : s.steps) {
+    for (const Transfer& t : step.transfers) {
+      const int a = g.chip[t.srcs[0]], b = g.chip[t.dst];
+      const int dx = std::abs(a % 4 - b % 4), dy = std::abs(a / 4 - b / 4);
+      EXPECT_EQ(std::min(dx, 4 - dx) + std::min(dy, 4 - dy), 1) << "chips " << a << " -> " << b;
+    }
+  }
+}
+
+TEST(ScheduleTest, CheckerCatchesBrokenSchedules) {
+  const GroupPlacement g = Pick(8, Range(0, 8));
+  Schedule s = BuildSchedule(*FindAlgorithm("ring"), CollectiveOp::kAllReduce, g, 4096,
+                             Trn2Profile());
+  Schedule dropped = s;
+  dropped.steps.pop_back();
+  EXPECT_THAT(CheckSchedule(dropped), HasSubstr("at the end member"));
+  Schedule doubled = s;
+  doubled.steps[0].transfers.push_back(doubled.steps[0].transfers[0]);
+  EXPECT_THAT(CheckSchedule(doubled), HasSubstr("already holding"));
+  Schedule ghost = s;
+  ghost.steps[0].transfers[0].chunks = {99};
+  EXPECT_THAT(CheckSchedule(ghost), HasSubstr("chunk 99 does not exist"));
+}
+
+TEST(ScheduleTest, ChooseAlgorithmLikeTheRuntime) {
+  const HardwareProfile& p = Trn2Profile();
+  const GroupPlacement tp64 = Pick(64, Range(0, 64));
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, tp64, 512 << 10, p, "auto").row->name), "mesh");
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, tp64, 8 << 20, p, "auto").row->name), "rdh");
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, tp64, 64 << 20, p, "auto").row->name), "kangaring");
+  // all_gather: the size is what all ranks gather (nccom-test's size).
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllGather, tp64, 64 << 10, p, "auto").row->name), "rdh");
+  const GroupPlacement strided = Pick(64, Range(0, 16, 4));
+  const AlgorithmChoice big = ChooseAlgorithm(CollectiveOp::kAllReduce, strided, 64 << 20, p, "auto");
+  EXPECT_EQ(std::string(big.row->name), "ring");
+  EXPECT_THAT(big.reason, HasSubstr("kangaring does not fit"));
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, Pick(128, Range(0, 128)), 1 << 20, p, "auto").row->name),
+            "hierarchical");
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllToAll, tp64, 1 << 20, p, "auto").row->name), "pairwise");
+}
+
+TEST(ScheduleTest, ForcedAlgorithmsThatDoNotFitAreRefused) {
+  const HardwareProfile& p = Trn2Profile();
+  using testing::InvalidArgumentMessage;
+  EXPECT_THAT(InvalidArgumentMessage([&] {
+                ChooseAlgorithm(CollectiveOp::kAllReduce, Pick(64, Range(0, 16, 4)), 1 << 20, p,
+                                "kangaring");
+              }),
+              HasSubstr("algorithm 'kangaring' cannot run all_reduce on group [0, 4, 8"));
+  EXPECT_THAT(InvalidArgumentMessage([&] {
+                ChooseAlgorithm(CollectiveOp::kAllGather, Pick(64, Range(0, 64)), 1 << 20, p,
+                                "mesh_1step");
+              }),
+              HasSubstr("does not implement all_gather"));
+  EXPECT_THAT(InvalidArgumentMessage([&] {
+                ChooseAlgorithm(CollectiveOp::kAllGather, Pick(64, Range(0, 64)), 1 << 20, p, "tree");
+              }),
+              HasSubstr("'tree' is not one of auto, ring, mesh"));
+}
+
+}  // namespace
+}  // namespace nkisim::collectives
