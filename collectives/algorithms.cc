@@ -679,18 +679,22 @@ AlgorithmChoice ChooseAlgorithm(CollectiveOp op, const GroupPlacement& group, do
   }
   // The size the runtime's thresholds speak of: what nccom-test calls the size.
   const double size = op == CollectiveOp::kAllGather ? buffer_bytes * group.size() : buffer_bytes;
-  const double mesh_max = static_cast<double>(profile.mesh_max_bytes());
-  const double rdh_max = static_cast<double>(profile.rdh_max_bytes());
+  const double n = group.size();
+  const double mesh_max = static_cast<double>(profile.mesh_max_bytes_per_rank()) * n;
+  const double rdh_max = static_cast<double>(profile.rdh_max_bytes_per_rank()) * n;
   if (size < mesh_max) {
-    return {FindAlgorithm("mesh"), StrCat("auto: ", SizeString(size), " < mesh_max_bytes")};
+    return {FindAlgorithm("mesh"),
+            StrCat("auto: ", SizeString(size), " < ", SizeString(mesh_max), " (mesh_max_bytes_per_rank x ", n, ")")};
   }
   std::string why = StrCat("auto: ", SizeString(size));
   if (size < rdh_max) {
     const std::string rule = RdhAccepts(group);
-    if (rule.empty()) return {FindAlgorithm("rdh"), why + " < rdh_max_bytes"};
-    why += StrCat(" < rdh_max_bytes, but rdh does not fit (", rule, ")");
+    if (rule.empty()) {
+      return {FindAlgorithm("rdh"), StrCat(why, " < ", SizeString(rdh_max), " (rdh_max_bytes_per_rank x ", n, ")")};
+    }
+    why += StrCat(" < rdh_max, but rdh does not fit (", rule, ")");
   } else {
-    why += " >= rdh_max_bytes";
+    why += StrCat(" >= ", SizeString(rdh_max), " (rdh_max_bytes_per_rank x ", n, ")");
   }
   const std::string rule = KangaRingAccepts(group);
   if (rule.empty()) return {FindAlgorithm("kangaring"), why};

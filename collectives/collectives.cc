@@ -43,8 +43,8 @@ CollectiveResult Advance(RankContext& ctx, const char* name, double start, doubl
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
   clock.Record(name, Engine::kCollective, start, end, bytes, 0,
-               StrCat(ShapeString(shape_of.shape()), DTypeName(shape_of.dtype()),
-                      algorithm.empty() ? "" : " algorithm=", algorithm));
+               StrCat(algorithm.empty() ? "" : "algorithm=", algorithm, algorithm.empty() ? "" : " ",
+                      ShapeString(shape_of.shape()), DTypeName(shape_of.dtype())));
   for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
   return {start, end, bytes, algorithm, reason};
 }
@@ -124,13 +124,6 @@ void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
 
 bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
 
-// The plan of one call: the group set's algorithm (or auto) on this group.
-CollectivePlan PlanFor(RankContext& ctx, const GroupComm& group, CollectiveOp op,
-                       double buffer_bytes) {
-  const GroupPlacement placement = PlaceGroup(ctx.topology(), ctx.profile(), *group.members);
-  return PlanCollective(op, placement, buffer_bytes, ctx.profile(), group.set->algorithm);
-}
-
 // The one skeleton of every collective: plan (algorithm, schedule, cost; refused before any data
 // moves when a forced algorithm does not fit), blocking bookkeeping for the supervisor, the clock
 // join overlapping the data movement, then the cost charged from the latest member's clock.
@@ -138,7 +131,7 @@ template <typename Move>
 CollectiveResult RunCollective(RankContext& ctx, const GroupComm& group, CollectiveOp op,
                                double buffer_bytes, int64_t bytes_sent, const TensorView& shape_of,
                                Move move) {
-  const CollectivePlan plan = PlanFor(ctx, group, op, buffer_bytes);
+  const CollectivePlan& plan = ctx.plan(group, op, buffer_bytes);
   WaitingInCollective waiting(OpName(op));
   ClockJoin clock(ctx, group.comm);  // overlaps the payload
   move(plan);

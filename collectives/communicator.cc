@@ -55,4 +55,16 @@ const GroupComm& RankContext::group(const std::string& set_name) {
   return groups_.emplace(set_name, g).first->second;
 }
 
+const CollectivePlan& RankContext::plan(const GroupComm& group, CollectiveOp op,
+                                        double buffer_bytes) {
+  const auto key = std::make_tuple(group.members, static_cast<int>(op), buffer_bytes);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    const GroupPlacement placement = PlaceGroup(topology_, profile(), *group.members);
+    it = plans_.emplace(key, PlanCollective(op, placement, buffer_bytes, profile(),
+                                            group.set->algorithm)).first;
+  }
+  return it->second;
+}
+
 }  // namespace nkisim::collectives

@@ -12,6 +12,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+
+#include "collectives/collective_cost.h"
 
 #include "collectives/topology.h"
 #include "runtime/logical_core.h"
@@ -46,12 +49,16 @@ class RankContext {
   // This rank's group in the named set; creates the communicator on first use (collective).
   const GroupComm& group(const std::string& set_name);
 
+  // The plan of op on `group` at buffer_bytes (collective_cost.h), memoised for this context.
+  const CollectivePlan& plan(const GroupComm& group, CollectiveOp op, double buffer_bytes);
+
  private:
   MPI_Comm world_;
   int rank_ = 0;
   const ResolvedTopology& topology_;
   LogicalCore& lnc_;
   std::map<std::string, GroupComm> groups_;
+  std::map<std::tuple<const Group*, int, double>, CollectivePlan> plans_;
 };
 
 // Marks the calling process as blocked in a collective for the guard's lifetime, so that a

@@ -1,8 +1,9 @@
 // `nkisim collective batch_shard --topology FILE ...`: one attn_q_batch_shard call on real inputs,
 // the second mode of the batch_shard collective (without --topology it is a synthetic size sweep).
 //
-//   mpirun -n 4 nkisim collective batch_shard --topology configs/topologies/reference_batch_shard.textproto \
-//       --layout nbsd --b 8 --n 2 --s 1 --d 8 [--in-dir DIR] [--out-dir DIR] [--dtype bf16] [--seed 7]
+//   mpirun -n 4 nkisim collective batch_shard
+//       --topology configs/topologies/reference_batch_shard.textproto --layout nbsd --b 8
+//       --n 2 --s 1 --d 8 [--in-dir DIR] [--out-dir DIR] [--dtype bf16] [--seed 7]
 //
 // The topology file's batch_shard block names the replica group set (G = its group size) and B;
 // its resolved iota_workers table is the (1, world) int32 table every rank passes to

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -12,9 +13,11 @@
 #include <vector>
 
 #include "collectives/batch_shard.h"
+#include "collectives/collective_cost.h"
 #include "collectives/collectives.h"
 #include "collectives/communicator.h"
 #include "collectives/topology.h"
+#include "launcher/batch_shard_command.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -37,7 +40,18 @@ struct Options {
   bool baseline = false;
   std::string json_path;
   int lnc = 2;
+  std::string profile_path;
+  std::string algorithm = "auto";
+  std::string reduction = "algorithm";
+  bool model_only = false;
+  int ranks = 0;  // --model-only: world size
 };
+
+HardwareProfile ProfileOf(const Options& o) {
+  return o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+}
+
+
 
 int64_t ParseSize(const std::string& text, const char* option) {
   char* end = nullptr;
@@ -186,7 +200,7 @@ Case BatchShardCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t 
     const double before = ctx.lnc().now();
     b->output = collectives::attn_q_batch_shard(ctx, b->input, b->iota, b->gathered,
                                                 static_cast<int>(g), group);
-    return collectives::CollectiveResult{before, ctx.lnc().now(), b->input.size_bytes()};
+    return collectives::CollectiveResult{before, ctx.lnc().now(), b->input.size_bytes(), "", ""};
   };
   c.raw_mpi = [&group, b] {
     const int bytes = static_cast<int>(b->input.size_bytes());
@@ -240,6 +254,7 @@ struct Row {
   int64_t per_rank_bytes, count;
   double size_bytes, host_us, algbw, busbw, sim_us, mpi_us;
   int64_t wrong;
+  std::string algorithm;
 };
 
 int RunSweep(const Options& o) {
@@ -258,26 +273,31 @@ int RunSweep(const Options& o) {
     Raise(ErrorCode::kInvalidArgument,
           "collective: --baseline compares fp32 data; use --dtype fp32");
   }
+  const HardwareProfile profile = ProfileOf(o);
   proto::Topology spec;
   spec.set_world_size(world);
   spec.set_lnc(o.lnc);
   auto* set = spec.add_replica_groups();
   set->set_name("bench");
   set->mutable_contiguous()->set_group_size(g);
+  set->set_algorithm(o.algorithm);
+  set->set_reduction(o.reduction);
   const collectives::ResolvedTopology topology =
-      collectives::ResolveTopology(spec, Trn2Profile(), "collective --group-size");
-  LogicalCore lnc(o.lnc, Trn2Profile(), rank);
+      collectives::ResolveTopology(spec, profile, "collective --group-size");
+  LogicalCore lnc(o.lnc, profile, rank);
   RankContext ctx(MPI_COMM_WORLD, topology, lnc);
   const GroupComm& group = ctx.group("bench");
 
   if (rank == 0) {
     std::printf(
-        "# nkisim collective %s: %d ranks, groups of %d, %s, %d iterations after %d warm-up\n"
+        "# nkisim collective %s: %d ranks, groups of %d, %s, %d iterations after %d warm-up;"
+        " profile %s, algorithm %s, reduction %s\n"
         "# size = bytes algbw counts (nccl-tests); per-rank = bytes each rank contributes;"
         " GB = 1e9 B; sim = simulated time\n",
-        op.name, world, g, DTypeName(dtype), o.iters, o.warmup);
-    std::printf("%12s %12s %12s %8s %11s %9s %9s %10s %7s%s\n", "size(B)", "count", "per-rank(B)",
-                "dtype", "time(us)", "algbw", "busbw", "sim(us)", "#wrong",
+        op.name, world, g, DTypeName(dtype), o.iters, o.warmup, profile.name().c_str(),
+        o.algorithm.c_str(), o.reduction.c_str());
+    std::printf("%12s %12s %12s %8s %11s %9s %9s %10s %-12s %7s%s\n", "size(B)", "count",
+                "per-rank(B)", "dtype", "time(us)", "algbw", "busbw", "sim(us)", "algorithm", "#wrong",
                 o.baseline ? "     mpi(us)  ratio" : "");
   }
   std::vector<Row> rows;
@@ -293,15 +313,16 @@ int RunSweep(const Options& o) {
     total_wrong += wrong_all;
     const double mpi_us = o.baseline ? TimeUs(c.raw_mpi, o.iters, o.warmup, MPI_COMM_WORLD) : 0;
     Row row{count * width, count,    0, host_us, 0, 0, (last.end_ns - last.start_ns) / 1000.0,
-            mpi_us,        wrong_all};
+            mpi_us,        wrong_all, last.algorithm};
     row.size_bytes = row.per_rank_bytes * (op.size_in_ranks == 0 ? g : op.size_in_ranks);
     row.algbw = row.size_bytes / (host_us * 1e3);  // B/us -> GB/s
     row.busbw = row.algbw * op.busbw_factor(g);
     rows.push_back(row);
     if (rank == 0) {
-      std::printf("%12.0f %12lld %12lld %8s %11.2f %9.3f %9.3f %10.3f %7lld", row.size_bytes,
-                  static_cast<long long>(count), static_cast<long long>(row.per_rank_bytes),
-                  DTypeName(dtype), host_us, row.algbw, row.busbw, row.sim_us,
+      std::printf("%12.0f %12lld %12lld %8s %11.2f %9.3f %9.3f %10.3f %-12s %7lld",
+                  row.size_bytes, static_cast<long long>(count),
+                  static_cast<long long>(row.per_rank_bytes), DTypeName(dtype), host_us, row.algbw,
+                  row.busbw, row.sim_us, row.algorithm.empty() ? "-" : row.algorithm.c_str(),
                   static_cast<long long>(wrong_all));
       if (o.baseline) std::printf(" %11.2f %6.3f", mpi_us, host_us / mpi_us);
       std::printf("\n");
@@ -322,6 +343,7 @@ int RunSweep(const Options& o) {
                            {"algbw_gbps", r.algbw},
                            {"busbw_gbps", r.busbw},
                            {"sim_us", r.sim_us},
+                           {"algorithm", r.algorithm},
                            {"wrong", r.wrong},
                            {"mpi_us", r.mpi_us}});
     }
@@ -332,6 +354,76 @@ int RunSweep(const Options& o) {
                 static_cast<long long>(total_wrong));
   }
   return total_wrong ? 1 : 0;
+}
+
+// --model-only: the sweep priced from the schedules alone, for any world size, without MPI.
+int RunModelOnly(const Options& o) {
+  const OpSpec& op = *FindOp(o.op);
+  if (o.op == "batch_shard") {
+    Raise(ErrorCode::kInvalidArgument,
+          "collective --model-only: batch_shard moves real tensors; price its all_gather instead");
+  }
+  if (o.ranks < 1) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("collective --model-only: --ranks ", o.ranks, " must be >= 1 (the world size)"));
+  }
+  const int g = o.group_size == 0 ? o.ranks : o.group_size;
+  if (g < 1 || o.ranks % g != 0) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("collective: -g ", g, " must be >= 1 and divide --ranks ", o.ranks));
+  }
+  const HardwareProfile profile = ProfileOf(o);
+  const DType dtype = ParseDType(o.dtype);
+  const int64_t min_bytes = ParseSize(o.min_bytes, "-b"), max_bytes = ParseSize(o.max_bytes, "-e");
+  if (o.factor < 2 || max_bytes < min_bytes) {
+    Raise(ErrorCode::kInvalidArgument, StrCat("collective: -f ", o.factor, " must be >= 2 and -e (",
+                                              max_bytes, ") >= -b (", min_bytes, ")"));
+  }
+  const collectives::CollectiveOp cop = collectives::ParseOp(o.op);
+  // The first group of contiguous ranks 0 .. g - 1, placed as the default topology places them.
+  collectives::GroupPlacement all = collectives::DefaultPlacement(o.ranks, o.lnc, profile);
+  collectives::GroupPlacement group = all;
+  group.world_rank.resize(static_cast<size_t>(g));
+  group.chip.resize(static_cast<size_t>(g));
+  group.ranks_on_chip.resize(static_cast<size_t>(g));
+  const int per_chip = all.ranks_on_chip.empty() ? 1 : all.ranks_on_chip[0];
+  const int chips = (o.ranks + per_chip - 1) / per_chip;
+  std::printf(
+      "# nkisim collective %s --model-only: %d ranks (%d chips, %d instances) at LNC %d, group of "
+      "%d; profile %s, algorithm %s\n"
+      "# size = bytes algbw counts (nccl-tests); per-rank = bytes each rank contributes; GB = 1e9 B;"
+      " sim = simulated time from the schedule on the link model\n",
+      op.name, o.ranks, chips,
+      (chips + static_cast<int>(profile.chips_per_instance()) - 1) /
+          static_cast<int>(profile.chips_per_instance()),
+      o.lnc, g, profile.name().c_str(), o.algorithm.c_str());
+  std::printf("%12s %12s %-12s %6s %12s %9s %9s  %s\n", "size(B)", "per-rank(B)", "algorithm",
+              "steps", "sim(us)", "algbw", "busbw", "why");
+  const auto started = std::chrono::steady_clock::now();
+  nlohmann::json rows = nlohmann::json::array();
+  const int64_t width = static_cast<int64_t>(SizeOf(dtype));
+  for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= o.factor) {
+    const int64_t per_rank = std::max<int64_t>(bytes / width, 1) * width;
+    const collectives::CollectivePlan plan = collectives::PlanCollective(
+        cop, group, static_cast<double>(per_rank), profile, o.algorithm);
+    const double size = static_cast<double>(per_rank) * (op.size_in_ranks == 0 ? g : op.size_in_ranks);
+    const double us = plan.cost.total_ns / 1000.0;
+    const double algbw = us > 0 ? size / (us * 1e3) : 0, busbw = algbw * op.busbw_factor(g);
+    std::printf("%12.0f %12lld %-12s %6d %12.3f %9.3f %9.3f  %s\n", size,
+                static_cast<long long>(per_rank), plan.algorithm.c_str(), plan.cost.steps, us,
+                algbw, busbw, plan.reason.c_str());
+    rows.push_back({{"size_bytes", size}, {"per_rank_bytes", per_rank}, {"algorithm", plan.algorithm},
+                    {"steps", plan.cost.steps}, {"sim_us", us}, {"algbw_gbps", algbw},
+                    {"busbw_gbps", busbw}, {"reason", plan.reason}});
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  std::printf("# priced %zu sizes in %.1f ms of host time\n", rows.size(), ms);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << nlohmann::json{{"op", op.name}, {"ranks", o.ranks}, {"group_size", g}, {"lnc", o.lnc},
+                          {"profile", profile.name()}, {"rows", rows}}.dump(2) << "\n";
+    if (!out) Raise(ErrorCode::kInvalidArgument, StrCat("collective: --json ", o.json_path, ": cannot write"));
+  }
+  return 0;
 }
 
 }  // namespace
@@ -359,12 +451,45 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--baseline", o->baseline,
                 "also time the raw MPI call on the same communicator and buffers; print the ratio");
   cmd->add_option("--json", o->json_path, "also write the rows as JSON");
-  cmd->callback([o, exit_code] {
+  cmd->add_option("--profile", o->profile_path,
+                  "hardware profile (text format) merged over trn2");
+  cmd->add_option("--algorithm", o->algorithm,
+                  "auto (as the runtime chooses) or one of " + collectives::AlgorithmNames())
+      ->capture_default_str();
+  cmd->add_option("--reduction", o->reduction,
+                  "algorithm (add in the schedule's order, rounding every step) | exact")
+      ->check(CLI::IsMember({"algorithm", "exact"}))
+      ->capture_default_str();
+  cmd->add_flag("--model-only", o->model_only,
+                "price the sweep from the schedules alone for --ranks N; no MPI, no data");
+  cmd->add_option("--ranks", o->ranks, "world size for --model-only");
+  auto batch_shard = std::make_shared<BatchShardCaseOptions>();
+  AddBatchShardCaseOptions(cmd, batch_shard.get());
+  cmd->callback([o, batch_shard, cmd, exit_code] {
+    if (o->model_only) {
+      try {
+        *exit_code = RunModelOnly(*o);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "nkisim: %s: %s\n", ErrorCodeName(e.code()), e.what());
+        *exit_code = ExitCodeFor(e.code());
+      }
+      return;
+    }
     MPI_Init(nullptr, nullptr);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     try {
-      *exit_code = RunSweep(*o);
+      if (!batch_shard->topology.empty()) {
+        if (o->op != "batch_shard") {
+          Raise(ErrorCode::kInvalidArgument,
+                StrCat("collective: --topology runs batch_shard only, not '", o->op, "'"));
+        }
+        if (cmd->count("--dtype") > 0) batch_shard->dtype = o->dtype;  // bf16 stays this mode's default
+        batch_shard->lnc = o->lnc;
+        *exit_code = RunBatchShardCase(*batch_shard);
+      } else {
+        *exit_code = RunSweep(*o);
+      }
     } catch (const Error& e) {
       // Every rank that fails reports; MPI_Abort ends the job so no rank waits forever.
       std::fprintf(stderr, "nkisim: rank %d: %s: %s\n", rank, ErrorCodeName(e.code()), e.what());

@@ -27,6 +27,20 @@ int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first
   return bytes;
 }
 
+std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& first_record) {
+  std::string out;
+  const auto& records = lnc.core(0).timeline().records();
+  for (size_t i = first_record[0]; i < records.size(); ++i) {
+    if (records[i].engine != Engine::kCollective) continue;
+    const std::string operands(records[i].shapes.data());
+    if (operands.rfind("algorithm=", 0) != 0) continue;
+    const std::string name = operands.substr(10, operands.find(' ') - 10);
+    const std::string entry = StrCat(records[i].name, ":", name);
+    if (out.find(entry) == std::string::npos) out += (out.empty() ? "" : ",") + entry;
+  }
+  return out;
+}
+
 void PhaseRunner::Progress(const std::string& phase, bool done) {
   proto::RankMessage m;
   m.mutable_progress()->set_scenario(scenario_);
@@ -81,6 +95,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_sim_ns(lnc_.now() - sim_start);
   r.set_host_ms(host_ms);
   r.set_bytes_moved(BytesMovedSince(lnc_, first_record));
+  r.set_algorithm(AlgorithmsSince(lnc_, first_record));
   Progress(name, true);
   current_.clear();
 }

@@ -45,5 +45,7 @@ class PhaseRunner {
 
 // Bytes moved by DMA, the intra-LNC link and collectives in records [first, end) of each core.
 int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
+// The collectives of those records and their algorithms, "all_reduce:mesh,all_gather:rdh".
+std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
 
 }  // namespace nkisim::launcher

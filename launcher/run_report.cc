@@ -60,6 +60,10 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
         p.set_failures(p.failures() + r.failures());
         p.set_bytes_moved(p.bytes_moved() + r.bytes_moved());
         p.set_pass(p.failures() == 0);
+        if (p.algorithm().empty()) p.set_algorithm(r.algorithm());
+        if (r.algorithm() != p.algorithm() && p.algorithm().find(r.algorithm()) == std::string::npos) {
+          p.set_algorithm(p.algorithm() + "," + r.algorithm());  // groups that chose differently
+        }
       }
       const auto value = [&](const auto& map) { return map.contains(name) ? map.at(name) : 0; };
       s.set_step_sim_ns(std::max(s.step_sim_ns(), value(result.step_sim_ns())));
@@ -80,13 +84,16 @@ std::string FormatReport(const proto::RunReport& report) {
                          report.wall_s(), report.peak_rss_mib());
   for (const proto::ScenarioSummary& s : report.scenarios()) {
     out += Line("\n%s: %s\n", s.name().c_str(), s.pass() ? "PASS" : "FAIL");
-    out += Line("  %-12s %12s %10s %12s %12s %12s %14s  %s\n", "phase", "sim (us)", "host (ms)",
-                "max abs err", "max rel err", "bound", "moved (MB)", "check");
+    out += Line("  %-12s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
+                "host (ms)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
+                "collective:algorithm");
     for (const proto::PhaseSummary& p : s.phases()) {
-      out += Line("  %-12s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %s (%lld/%lld outside)\n",
+      const std::string check = StrCat(p.pass() ? "PASS" : "FAIL", " (", p.failures(), "/",
+                                       p.elements(), " outside)");
+      out += Line("  %-12s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
                   p.phase().c_str(), p.sim_ns() / 1000.0, p.host_ms(), p.max_abs_error(),
-                  p.max_rel_error(), p.bound(), p.bytes_moved() / 1e6, p.pass() ? "PASS" : "FAIL",
-                  static_cast<long long>(p.failures()), static_cast<long long>(p.elements()));
+                  p.max_rel_error(), p.bound(), p.bytes_moved() / 1e6, check.c_str(),
+                  p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }
     out += Line("  decode step: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB\n",
                 s.step_sim_ns() / 1000.0, s.kv_cache_bytes_per_rank() / 1048576.0,

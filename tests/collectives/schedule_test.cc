@@ -149,6 +149,11 @@ TEST(ScheduleTest, ChooseAlgorithmLikeTheRuntime) {
   EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, tp64, 64 << 20, p, "auto").row->name), "kangaring");
   // all_gather: the size is what all ranks gather (nccom-test's size).
   EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllGather, tp64, 64 << 10, p, "auto").row->name), "rdh");
+  // G's 16-rank all-reduce table: 128 KiB mesh, 2 MiB RDH, 32 MiB KangaRing.
+  const GroupPlacement r16 = Pick(16, Range(0, 16));
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, r16, 128 << 10, p, "auto").row->name), "mesh");
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, r16, 2 << 20, p, "auto").row->name), "rdh");
+  EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, r16, 32 << 20, p, "auto").row->name), "kangaring");
   const GroupPlacement strided = Pick(64, Range(0, 16, 4));
   const AlgorithmChoice big = ChooseAlgorithm(CollectiveOp::kAllReduce, strided, 64 << 20, p, "auto");
   EXPECT_EQ(std::string(big.row->name), "ring");
