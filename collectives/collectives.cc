@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "collectives/collective_cost.h"
@@ -42,9 +44,15 @@ CollectiveResult Advance(RankContext& ctx, const char* name, double start, doubl
   const double end = start + cost;
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
-  clock.Record(name, Engine::kCollective, start, end, bytes, 0,
-               StrCat(algorithm.empty() ? "" : "algorithm=", algorithm, algorithm.empty() ? "" : " ",
-                      ShapeString(shape_of.shape()), DTypeName(shape_of.dtype())));
+  // "algorithm=mesh [4, 1024]bf16", formatted without streams: this sits on every call.
+  char operands[104];
+  int at = algorithm.empty() ? 0 : std::snprintf(operands, sizeof(operands), "algorithm=%s ", algorithm.c_str());
+  for (size_t i = 0; i < shape_of.shape().size() && at < 80; ++i) {
+    at += std::snprintf(operands + at, sizeof(operands) - at, "%s%lld", i ? ", " : "[",
+                        static_cast<long long>(shape_of.shape()[i]));
+  }
+  std::snprintf(operands + at, sizeof(operands) - at, "]%s", DTypeName(shape_of.dtype()));
+  clock.Record(name, Engine::kCollective, start, end, bytes, 0, operands);
   for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
   return {start, end, bytes, algorithm, reason};
 }
@@ -122,20 +130,27 @@ void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
   });
 }
 
+// Up to this many bytes per member, all_gather packs the clock with the payload (one copy each
+// way is cheaper than a second MPI call at these sizes).
+constexpr int64_t kPackedClockMaxBytes = 64 * 1024;
+
 bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
 
 // The one skeleton of every collective: plan (algorithm, schedule, cost; refused before any data
 // moves when a forced algorithm does not fit), blocking bookkeeping for the supervisor, the clock
 // join overlapping the data movement, then the cost charged from the latest member's clock.
+// A move that carries the members' clocks with its payload returns the joined clock; the others
+// return a negative number and the skeleton's own join, started before the move, is used.
 template <typename Move>
 CollectiveResult RunCollective(RankContext& ctx, const GroupComm& group, CollectiveOp op,
                                double buffer_bytes, int64_t bytes_sent, const TensorView& shape_of,
-                               Move move) {
+                               bool move_joins_clocks, Move move) {
   const CollectivePlan& plan = ctx.plan(group, op, buffer_bytes);
   WaitingInCollective waiting(OpName(op));
-  ClockJoin clock(ctx, group.comm);  // overlaps the payload
-  move(plan);
-  const double start = clock.Wait();
+  std::optional<ClockJoin> clock;
+  if (!move_joins_clocks) clock.emplace(ctx, group.comm);  // overlaps the payload
+  const double joined = move(plan);
+  const double start = clock ? clock->Wait() : joined;
   return Advance(ctx, OpName(op), start, plan.cost.total_ns, bytes_sent, shape_of, plan.algorithm,
                  plan.reason);
 }
@@ -198,10 +213,37 @@ CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const Tens
                   " times the group size ", group.size(), ")");
   });
   const int64_t bytes = input.size_bytes();
+  const bool contiguous = input.is_contiguous() && output.is_contiguous() && dim == 0;
+  // Small contiguous payloads carry this member's clock in one packed message, so one MPI call
+  // moves both; everything else overlaps a separate clock join.
+  const bool packed = contiguous && bytes <= kPackedClockMaxBytes;
   // Copies are exact whatever the algorithm: the data moves in one MPI call.
   return RunCollective(ctx, group, CollectiveOp::kAllGather, static_cast<double>(bytes), bytes,
-                       output, [&](const CollectivePlan&) {
-    if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
+                       output, packed, [&](const CollectivePlan&) -> double {
+    if (packed) {
+      const int64_t slot = bytes + static_cast<int64_t>(sizeof(double));
+      thread_local std::vector<std::byte> send, recv;  // grown, never cleared: no per-call fill
+      if (send.size() < static_cast<size_t>(slot)) send.resize(static_cast<size_t>(slot));
+      if (recv.size() < static_cast<size_t>(slot * group.size())) {
+        recv.resize(static_cast<size_t>(slot * group.size()));
+      }
+      if (bytes > 0) std::memcpy(send.data(), ViewData(input), static_cast<size_t>(bytes));
+      const double now = ctx.lnc().now();
+      std::memcpy(send.data() + bytes, &now, sizeof(double));
+      CheckMpi(MPI_Allgather(send.data(), static_cast<int>(slot), MPI_BYTE, recv.data(),
+                             static_cast<int>(slot), MPI_BYTE, group.comm),
+               "all_gather (MPI_Allgather)");
+      double latest = now;
+      auto* out = static_cast<std::byte*>(ViewData(output));
+      for (int j = 0; j < group.size(); ++j) {
+        if (bytes > 0) std::memcpy(out + j * bytes, recv.data() + j * slot, static_cast<size_t>(bytes));
+        double theirs = 0;
+        std::memcpy(&theirs, recv.data() + j * slot + bytes, sizeof(double));
+        latest = std::max(latest, theirs);
+      }
+      return latest;
+    }
+    if (contiguous) {
       CheckMpi(MPI_Allgather(ViewData(input), static_cast<int>(bytes), MPI_BYTE, ViewData(output),
                              static_cast<int>(bytes), MPI_BYTE, group.comm),
                "all_gather (MPI_Allgather)");
@@ -212,6 +254,7 @@ CollectiveResult all_gather(RankContext& ctx, const GroupComm& group, const Tens
                              group.comm),
                "all_gather (MPI_Allgather)");
     }
+    return -1.0;
   });
 }
 
@@ -224,7 +267,10 @@ CollectiveResult all_reduce(RankContext& ctx, const GroupComm& group, const Tens
   const bool in_place = input.SameBuffer(output) && input.offset() == output.offset();
   return RunCollective(ctx, group, CollectiveOp::kAllReduce,
                        static_cast<double>(input.size_bytes()), input.size_bytes(), output,
-                       [&](const CollectivePlan& plan) { Reduce(plan, group, input, output, in_place); });
+                       false, [&](const CollectivePlan& plan) {
+                         Reduce(plan, group, input, output, in_place);
+                         return -1.0;
+                       });
 }
 
 CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -240,7 +286,10 @@ CollectiveResult reduce_scatter(RankContext& ctx, const GroupComm& group, const 
   });
   return RunCollective(ctx, group, CollectiveOp::kReduceScatter,
                        static_cast<double>(input.size_bytes()), input.size_bytes(), output,
-                       [&](const CollectivePlan& plan) { Reduce(plan, group, input, output, false); });
+                       false, [&](const CollectivePlan& plan) {
+                         Reduce(plan, group, input, output, false);
+                         return -1.0;
+                       });
 }
 
 CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const TensorView& input,
@@ -257,7 +306,7 @@ CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const Tens
   const int64_t block = input.shape()[dim] / group.size();
   const int64_t block_bytes = input.size_bytes() / group.size();
   return RunCollective(ctx, group, CollectiveOp::kAllToAll,
-                       static_cast<double>(input.size_bytes()), input.size_bytes(), output,
+                       static_cast<double>(input.size_bytes()), input.size_bytes(), output, false,
                        [&](const CollectivePlan&) {
     if (input.is_contiguous() && output.is_contiguous() && dim == 0) {
       CheckMpi(MPI_Alltoall(ViewData(input), static_cast<int>(block_bytes), MPI_BYTE,
@@ -270,6 +319,7 @@ CollectiveResult all_to_all(RankContext& ctx, const GroupComm& group, const Tens
                             group.comm),
                "all_to_all (MPI_Alltoall)");
     }
+    return -1.0;
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "launcher/calibrate_command.h"
 #include "launcher/collective_command.h"
 #include "launcher/demo_command.h"
 #include "launcher/kernel_qkv_command.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   nkisim::launcher::AddValidateCommand(app, &exit_code);
   nkisim::launcher::AddRunCommand(app, &exit_code);
   nkisim::launcher::AddCollectiveCommand(app, &exit_code);
+  nkisim::launcher::AddCalibrateCommand(app, &exit_code);
   CLI::App* kernel = app.add_subcommand(
       "kernel", "Run one kernel case on one logical core: outputs, cost summary, trace, golden check");
   kernel->require_subcommand(1);
