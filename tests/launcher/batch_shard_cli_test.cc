@@ -15,6 +15,8 @@
 #include "runtime/npy.h"
 #include "runtime/tensor_view.h"
 
+#include "tests/testing/run_command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,24 +30,17 @@ const std::string kTopology =
 constexpr int kWorld = 4, kG = 2, kB = 8;
 const std::vector<std::vector<int>> kGroups = {{0, 1}, {2, 3}};  // the reference file's "gqa"
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
+using nkisim::testing::CommandResult;
 
 // Runs `mpirun -n 4 nkisim collective batch_shard --topology <reference> <args>` under a 60 s
 // limit; stdout and stderr together.
 CommandResult RunBatchShard(const std::string& args) {
-  const std::string command = "timeout 60 " + std::string(NKISIM_MPIEXEC) +
-                              " --allow-run-as-root --oversubscribe -n " + std::to_string(kWorld) +
-                              " " + NKISIM_BINARY + " collective batch_shard --topology " +
-                              kTopology + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return nkisim::testing::RunCommand(std::string(NKISIM_MPIEXEC) +
+                                         " --allow-run-as-root --oversubscribe -n " +
+                                         std::to_string(kWorld) + " " + NKISIM_BINARY +
+                                         " collective batch_shard --topology " + kTopology + " " +
+                                         args,
+                                     60);
 }
 
 // A fresh, empty directory for one test.

@@ -14,24 +14,17 @@
 #include <sstream>
 #include <string>
 
+#include "tests/testing/run_command.h"
+
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
+using nkisim::testing::CommandResult;
 
 // Runs the nkisim binary with `args` under a 60 s timeout; stdout and stderr together.
 CommandResult RunNkisim(const std::string& args) {
-  const std::string command = "timeout 60 " + std::string(NKISIM_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " " + args, 60);
 }
 
 const std::string kSource = NKISIM_SOURCE_DIR;
