@@ -132,7 +132,7 @@ void WriteFromDouble(const TensorView& t, const std::vector<double>& values) {
 
 // Up to this many bytes per member, all_gather packs the clock with the payload (one copy each
 // way is cheaper than a second MPI call at these sizes).
-constexpr int64_t kPackedClockMaxBytes = 64 * 1024;
+constexpr int64_t kPackedClockMaxBytes = 8 * 1024;
 
 bool ZeroCopySum(const TensorView& t) { return t.dtype() == DType::kFloat32 && t.is_contiguous(); }
 
