@@ -11,6 +11,10 @@
 namespace nkisim::collectives {
 namespace {
 
+// Bounds that keep every table sized by them small (16,384 ranks: 256 trn2 instances at LNC 2).
+constexpr uint32_t kMaxWorldSize = 16384;
+constexpr uint32_t kMaxChips = 65536;
+
 std::string Quoted(const proto::ReplicaGroupSet& set, int index) {
   return StrCat("replica_groups[", index, "]",
                 set.name().empty() ? "" : StrCat(" ('", set.name(), "')"));
@@ -30,7 +34,9 @@ std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int
   const std::string where = Quoted(set, index);
   std::vector<Group> groups;
   auto generated = [&](const char* kind, uint32_t size, bool strided) {
-    if (size == 0 || world == 0 || world % static_cast<int>(size) != 0) {
+    if (world == 0) return;  // world_size is reported on its own
+    if (size == 0 || size > static_cast<uint32_t>(world) ||
+        world % static_cast<int>(size) != 0) {
       problems.push_back(StrCat(where, ".", kind, ".group_size: ", size,
                                 " must be >= 1 and divide world_size ", world));
       return;
@@ -50,6 +56,9 @@ std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int
       generated("strided", set.strided().group_size(), true);
       break;
     case proto::ReplicaGroupSet::kExplicit:
+      if (set.explicit_().groups_size() == 0) {
+        problems.push_back(StrCat(where, ".explicit: no groups; list at least one"));
+      }
       for (int gi = 0; gi < set.explicit_().groups_size(); ++gi) {
         const auto& ranks = set.explicit_().groups(gi).ranks();
         if (ranks.empty()) {
@@ -58,7 +67,7 @@ std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int
         }
         Group group;
         for (int ri = 0; ri < ranks.size(); ++ri) {
-          if (static_cast<int>(ranks[ri]) >= world) {
+          if (static_cast<int64_t>(ranks[ri]) >= world) {
             problems.push_back(StrCat(where, ".explicit.groups[", gi, "].ranks[", ri, "]: ",
                                       ranks[ri], " is outside [0, ", world, ") (world_size)"));
           } else {
@@ -169,6 +178,10 @@ void CheckPlacement(const proto::Topology& t, const HardwareProfile& profile, Re
   }
   std::map<uint32_t, int> ranks_on_chip;
   for (uint32_t chip : chips) {
+    if (chip >= kMaxChips) {
+      problems.push_back(StrCat("placement.chip_of_rank: chip ", chip, " must be below ", kMaxChips));
+      chip = 0;
+    }
     r.chip_of_rank.push_back(static_cast<int>(chip));
     if (++ranks_on_chip[chip] == per_chip + 1) {
       problems.push_back(StrCat("placement.chip_of_rank: chip ", chip, " holds more than ",
@@ -184,6 +197,10 @@ ResolvedTopology Resolve(const proto::Topology& t, const HardwareProfile& profil
   r.world_size = static_cast<int>(t.world_size());
   r.lnc = static_cast<int>(t.lnc());
   if (t.world_size() == 0) problems.push_back("world_size: 0: must be >= 1");
+  if (t.world_size() > kMaxWorldSize) {
+    problems.push_back(StrCat("world_size: ", t.world_size(), ": must be at most ", kMaxWorldSize));
+    r.world_size = 0;  // nothing sized by it is built
+  }
   if (t.lnc() != 1 && t.lnc() != 2) {
     problems.push_back(StrCat("lnc: ", t.lnc(), ": must be 1 or 2 (physical cores per rank)"));
   }

@@ -1,0 +1,57 @@
+// Shared helpers of the decode (TKG) attention tests: build a case, run it on a fresh logical
+// core, check it against the fp64 golden with the reference suites' rule
+// (|actual - golden| <= atol + rtol * max|golden|), and compute the roofline bound.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/attention_tkg.h"
+#include "kernels/reference/compare.h"
+#include "runtime/dtype.h"
+#include "runtime/logical_core.h"
+
+namespace nkisim::kernels::testing {
+
+struct TkgCase {
+  std::string name;
+  int64_t t, g, bl, d;
+  int lnc;
+  DType dtype;
+};
+void PrintTo(const TkgCase& c, std::ostream* os);
+std::string TkgCaseName(const ::testing::TestParamInfo<TkgCase>& info);
+
+// Random q [G, Bl, d] in [-2, 2], k_cache [Bl, d, T] and v_cache [Bl, T, d] in [-1, 1], stored in
+// c.dtype; the same seed gives the same tensors.
+AttentionTkgParams MakeTkgParams(const TkgCase& c, uint64_t seed = 7);
+
+struct TkgRun {
+  std::unique_ptr<LogicalCore> lnc;
+  TensorView out;
+};
+TkgRun RunTkg(const AttentionTkgParams& params, int lnc);
+
+// bf16 (and other 16-bit) atol 1e-5, rtol 2e-2; fp32 atol 1e-5, rtol 1e-4.
+reference::Tolerance TkgTolerance(DType dtype);
+
+// Compares actual with expected; prints and records "<label>: <comparison>".
+::testing::AssertionResult WithinTolerance(const std::vector<float>& actual,
+                                           const std::vector<double>& expected,
+                                           const reference::Tolerance& tolerance,
+                                           const std::string& label);
+
+// The roofline of a run on `lnc` cores: every input and the output crossing HBM once at the
+// cores' HBM share (K and V dominate), or the matmul flops at the cores' bf16 PE peak.
+double TkgRooflineNs(const AttentionTkgParams& params, int lnc);
+
+// Runs the case, checks the golden when check_golden, and expects the simulated time within
+// ratio_limit x the roofline; prints "<name>: simulated N ns = R x the bound (B ns)".
+void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden);
+
+}  // namespace nkisim::kernels::testing
