@@ -58,11 +58,13 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"chips_per_instance", static_cast<double>(p.chips_per_instance())},
       {"torus_x", static_cast<double>(p.torus_x())},
       {"torus_y", static_cast<double>(p.torus_y())},
+      {"pe_max_moving_free", static_cast<double>(p.pe_max_moving_free())},
+      {"pe_cols", static_cast<double>(p.pe_cols())},
   };
   for (const Positive& f : positives) {
-    if (!(f.value > 0)) {
+    if (!(f.value > 0) || !std::isfinite(f.value)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
-                                          "' is ", f.value, "; it must be > 0"));
+                                          "' is ", f.value, "; it must be finite and > 0"));
     }
   }
   struct NonNegative { const char* field; double value; };

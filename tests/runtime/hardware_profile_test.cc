@@ -64,6 +64,32 @@ TEST(HardwareProfileTest, OutOfRangeValuesNameTheField) {
   EXPECT_THROW(ParseHardwareProfile("psum_banks: 16", "banks"), Error);  // 1 KiB banks < 512 fp32
 }
 
+TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRefused) {
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"chips_per_instance: 0", "'chips_per_instance' is 0; it must be finite and > 0"},
+      {"torus_x: 0", "'torus_x' is 0"},
+      {"pe_max_moving_free: 0", "'pe_max_moving_free' is 0"},
+      {"neuronlink_gbps_per_chip: nan", "'neuronlink_gbps_per_chip' is nan"},
+      {"collective_dma_gbps_per_rank: inf", "'collective_dma_gbps_per_rank' is inf"},
+      {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be finite and >= 0"},
+      {"torus_x: 2", "torus_x x torus_y (2 x 4) must equal chips_per_instance (16)"},
+      {"collective_tuning { op: 'allreduce' }", "collective_tuning[1].op: 'allreduce' is not one of"},
+      {"collective_tuning { op: 'all_gather' link_gbps: 0 }", "collective_tuning[1]"},
+  };
+  for (const auto& c : cases) {
+    try {
+      ParseHardwareProfile(c.text, "p.textproto");
+      ADD_FAILURE() << c.text << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << c.text;
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.text << ": " << e.what();
+    }
+  }
+}
+
 TEST(HardwareProfileTest, MissingFileIsABadConfig) {
   try {
     LoadHardwareProfile("/nonexistent/profile.textproto");

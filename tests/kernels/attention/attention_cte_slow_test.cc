@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "runtime/timeline.h"
 #include "tests/kernels/attention/attention_cte_test_util.h"
 
 namespace nkisim::kernels::testing {
@@ -22,6 +23,7 @@ TEST_P(CteCaseTest, MatchesGoldenWithinQuarterOfThePeBound) {
   std::cout << "    " << c << ": simulated " << simulated << " ns, PE bound " << bound
             << " ns = " << simulated / bound << "x the bound (exact causal bound " << exact
             << " ns: " << simulated / exact << "x)\n";
+  for (int i = 0; i < run.lnc->lnc(); ++i) std::cout << FormatSummary(run.lnc->core(i).Summary());
   RecordProperty("simulated_over_bound", std::to_string(simulated / bound));
   EXPECT_LE(simulated, 1.25 * bound);
   ExpectCteMatchesGolden(c, run);
