@@ -7,7 +7,7 @@
 
 #include "collectives/batch_shard.h"
 #include "collectives/collectives.h"
-#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/attention_tkg.h"
 #include "kernels/output_projection/output_projection_tkg.h"
 #include "kernels/qkv/qkv.h"
 #include "kernels/reference/attention_ref.h"
@@ -91,13 +91,20 @@ ScenarioFootprint RunAttentionDecode(const ResolvedScenario& sc, RankContext& ct
                        [&](int64_t i) { return rank * d * h + i; });
   }
   const TensorView &x = shared.x, &gamma = shared.gamma, &w_qkv = shared.w_qkv, &w_o = shared.w_o;
-  auto cache = [&](const char* name) {
-    return Slice(name, {rows, cached + 1, d}, dt, seed, -1, 1, [&](int64_t i) {
-      const int64_t row = i / ((cached + 1) * d), t = (i / d) % (cached + 1), k = i % d;
-      return (((row0 + row) * nkv + kv) * cached + t) * d + k;  // position `cached` is overwritten
-    });
+  // The decode kernel's layouts (kernels/attention/attention_tkg.h): K with the head dim on the
+  // partitions [rows, d, T], V with the tokens [rows, T, d]; the values are those of one global
+  // [B, n_kv, T, d] cache either way (position `cached` is overwritten by this step's row).
+  auto global = [&](int64_t row, int64_t t, int64_t k) {
+    return (((row0 + row) * nkv + kv) * cached + t) * d + k;
   };
-  const TensorView k_cache = cache("k_cache"), v_cache = cache("v_cache");
+  const TensorView k_cache =
+      Slice("k_cache", {rows, d, cached + 1}, dt, seed, -1, 1, [&](int64_t i) {
+        return global(i / (d * (cached + 1)), i % (cached + 1), (i / (cached + 1)) % d);
+      });
+  const TensorView v_cache =
+      Slice("v_cache", {rows, cached + 1, d}, dt, seed, -1, 1, [&](int64_t i) {
+        return global(i / ((cached + 1) * d), (i / d) % (cached + 1), i % d);
+      });
   ScenarioFootprint footprint;
   footprint.kv_cache_bytes = k_cache.size_bytes() + v_cache.size_bytes();
   footprint.weight_bytes = w_qkv.size_bytes() + w_o.size_bytes();
@@ -142,13 +149,13 @@ ScenarioFootprint RunAttentionDecode(const ResolvedScenario& sc, RankContext& ct
   // 3. Attention over the cache with this step's K and V appended at position `cached`.
   TensorView attention;
   runner.Run("attention", [&] {
-    for (int part = 1; part <= 2; ++part) {
-      const TensorView& cache_part = part == 1 ? k_cache : v_cache;
-      DmaOnCore0(lnc, cache_part.select(1, cached),
-                 qkv_out.select(0, part).select(1, 0).slice(0, row0, row0 + rows));
-    }
-    attention = kernels::DecodeAttention(lnc, {q_heads, k_cache, v_cache});
-    return PhaseOutput{attention.ToFloats(), reference::DecodeAttentionRef(q_heads, k_cache, v_cache)};
+    const auto new_row = [&](int part) {
+      return qkv_out.select(0, part).select(1, 0).slice(0, row0, row0 + rows);  // [rows, d]
+    };
+    DmaOnCore0(lnc, k_cache.select(2, cached), new_row(1));
+    DmaOnCore0(lnc, v_cache.select(1, cached), new_row(2));
+    attention = kernels::AttentionTkg(lnc, {q_heads, k_cache, v_cache});
+    return PhaseOutput{attention.ToFloats(), reference::AttentionTkgRef(q_heads, k_cache, v_cache)};
   });
 
   // 4. TP x DP -> TP: this rank's head for all B rows, [B, d].

@@ -1,7 +1,13 @@
 // The launcher side of `nkisim run`: supervises the ranks through the control plane.
+#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
+
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -14,11 +20,50 @@
 #include "launcher/run_report.h"
 #include "launcher/scenario_config.h"
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 namespace nkisim::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The signal that asks the launcher to stop the job (0: none). Set by the handler, read by the
+// supervision loop, which polls at least every 100 ms.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// While alive, SIGINT, SIGTERM and SIGHUP set g_stop_signal instead of killing the launcher, so it
+// can stop mpirun and the ranks first; the previous handlers come back afterwards.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
+// How long mpirun may take to exit once every rank has reported; then it is stopped.
+constexpr auto kExitDeadline = std::chrono::seconds(10);
+
+// After a failure: the outputs this run would have written are not left from an earlier run.
+void RemoveStaleOutputs(const RunOptions& o) {
+  for (const std::string& path : {o.report_json, o.trace}) {
+    std::error_code ec;
+    if (!path.empty() && std::filesystem::remove(path, ec)) {
+      std::fprintf(stderr, "nkisim run: removed %s, an earlier run's output\n", path.c_str());
+    }
+  }
+}
 
 // Why the job must stop, and the exit code that says so.
 struct Failure {
@@ -179,14 +224,34 @@ void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control:
 int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& server, Job* job,
               std::chrono::steady_clock::time_point start) {
   PrintHeader(o, sc, server);
+  std::optional<StopSignals> signals;
+  if (job) signals.emplace();  // under a plain mpirun, mpirun owns the signals
   Monitor monitor(sc, start);
   Failure failure;
+  int stop_signal = 0;
+  std::optional<Clock::time_point> all_in;
   while (!failure.failed() && !(job == nullptr && monitor.AllResults())) {
+    if (g_stop_signal != 0) {
+      stop_signal = g_stop_signal;
+      failure = {StrCat("interrupted by ", strsignal(stop_signal)), ErrorCode::kInternal};
+      break;
+    }
     if (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(100))) {
       failure = monitor.Handle(*e);
       continue;
     }
     monitor.DrawProgress();
+    if (job && monitor.AllResults()) {
+      if (!all_in) all_in = Clock::now();
+      if (Clock::now() - *all_in > kExitDeadline && !job->Poll()) {
+        std::fprintf(stderr,
+                     "nkisim run: every rank reported, but mpirun had not exited %lld s later; "
+                     "stopping it\n",
+                     static_cast<long long>(kExitDeadline.count()));
+        job->Stop();
+        break;
+      }
+    }
     if (std::optional<int> code = job ? job->Poll() : std::nullopt) {
       if (monitor.AllResults() && *code == 0) break;
       // Late messages may still be queued: drain them before judging.
@@ -208,7 +273,8 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
     if (job) job->Stop();
     std::fprintf(stderr, "nkisim run: FAILED after %s s: %s; the job was stopped\n",
                  monitor.Elapsed().c_str(), failure.message.c_str());
-    return ExitCodeFor(failure.code);
+    RemoveStaleOutputs(o);
+    return stop_signal != 0 ? 128 + stop_signal : ExitCodeFor(failure.code);
   }
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   const proto::RunReport report = BuildReport(sc, monitor.results(), wall_s);
@@ -223,6 +289,9 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
 int RunLauncher(const RunOptions& o) {
   const Clock::time_point start = Clock::now();
   const ResolvedScenario sc = LoadScenario(o.config);
+  // The outputs must be writable before any rank starts, not after the whole job.
+  CheckWritable(o.report_json, "--report");
+  CheckWritable(o.trace, "--trace");
   control::Server server(sc.spec.control().host(), static_cast<uint16_t>(sc.spec.control().port()));
   MpirunOptions m;
   m.mpirun = o.mpirun;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 #include "runtime/trace.h"
 
 namespace nkisim::launcher {
@@ -119,10 +120,7 @@ void WriteReportJson(const proto::RunReport& report, const std::string& path) {
   options.add_whitespace = true;
   options.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(report, &json, options);
-  std::ofstream out(path);
-  if (!out || !(out << json)) {
-    Raise(ErrorCode::kBadConfig, StrCat("report file '", path, "': cannot write"));
-  }
+  WriteFileAtomically(path, json, "report file");
 }
 
 void WriteRunTrace(const ResolvedScenario& scenario,

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 namespace nkisim {
 
@@ -69,10 +70,7 @@ std::string ChromeTrace::ToJson() const {
 }
 
 void ChromeTrace::WriteFile(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) Raise(ErrorCode::kBadConfig, StrCat("trace file '", path, "': cannot open for writing"));
-  out << ToJson();
-  if (!out) Raise(ErrorCode::kBadConfig, StrCat("trace file '", path, "': write failed"));
+  WriteFileAtomically(path, ToJson(), "trace file");
 }
 
 }  // namespace nkisim

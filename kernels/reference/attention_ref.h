@@ -1,5 +1,7 @@
 // Golden decode attention: plain fp64 loops over the stored values, no tiles, no ISA.
-//   out[h, b, :] = softmax_t(q[h, b, :] . K[b, t, :] / sqrt(d)) @ V[b, t, :]
+//   out[h, b, :] = softmax_t(q[h, b, :] . K[b, :, t] / sqrt(d)) @ V[b, t, :]
+// in the decode kernel's cache layout (kernels/attention/attention_tkg.h): K with the head dim
+// before the tokens, V with the tokens before the head dim.
 #pragma once
 
 #include <vector>
@@ -8,8 +10,8 @@
 
 namespace nkisim::reference {
 
-// q [Hq, Bl, d], k and v [Bl, T, d] -> out [Hq, Bl, d], row-major.
-std::vector<double> DecodeAttentionRef(const TensorView& q, const TensorView& k,
-                                       const TensorView& v);
+// q [G, Bl, d], k [Bl, d, T], v [Bl, T, d] -> out [G, Bl, d], row-major.
+// REQUIRES: the shapes agree (the kernel's validation); any float dtypes.
+std::vector<double> AttentionTkgRef(const TensorView& q, const TensorView& k, const TensorView& v);
 
 }  // namespace nkisim::reference

@@ -4,9 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +31,13 @@ struct RunResult {
   std::string output;
   double seconds;
 };
+
+template <typename... Args>
+std::string StrCatForTest(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -146,3 +157,80 @@ TEST(RunE2eTest, GroupsThatDoNotFitTheWorldAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// Processes whose command line contains `needle` (from /proc), other than this test itself.
+int ProcessesMatching(const std::string& needle) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && std::stoi(name) != ::getpid()) ++count;
+  }
+  return count;
+}
+
+// Starts `nkisim run` on `config_text` in the background; returns the launcher's pid.
+pid_t StartLauncher(const std::string& name, const std::string& config_text) {
+  const std::string config = TempPath(name + ".textproto");
+  std::ofstream(config) << config_text;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string out = TempPath(name + ".out");
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen(out.c_str(), "a", stderr);
+    const std::string report = TempPath(name + ".report.json");
+    const std::string trace = TempPath(name + ".trace.json");
+    ::execl(NKISIM_BINARY, NKISIM_BINARY, "run", config.c_str(), "--report", report.c_str(),
+            "--trace", trace.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+// Ctrl-C (or a SIGTERM) to the launcher while a rank hangs stops mpirun and every rank, exits
+// 128 + the signal, and removes the report an earlier run left.
+TEST(RunE2eTest, SignalToTheLauncherStopsTheWholeJob) {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string name = StrCatForTest("signal_", sig);
+    std::ofstream(TempPath(name + ".report.json")) << "{\"pass\": true}";
+    const pid_t launcher = StartLauncher(
+        name, SmallConfig("fault { kind: STALL rank: 3 phase: \"attention\" }\n"));
+    // Let the job start and the rank stall.
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(launcher, sig), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_LT(seconds, 10.0);
+    const std::string out = ReadFile(TempPath(name + ".out"));
+    EXPECT_THAT(out, HasSubstr("interrupted by"));
+    EXPECT_THAT(out, HasSubstr("removed"));
+    EXPECT_FALSE(std::filesystem::exists(TempPath(name + ".report.json")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(ProcessesMatching(TempPath(name + ".textproto")), 0) << "processes of the job remain";
+  }
+}
+
+TEST(RunE2eTest, UnwritableReportIsRefusedBeforeAnyRankStarts) {
+  const std::string config = TempPath("unwritable.textproto");
+  std::ofstream(config) << SmallConfig();
+  FILE* pipe = popen((std::string(NKISIM_BINARY) + " run " + config +
+                      " --report /nonexistent/dir/r.json 2>&1").c_str(), "r");
+  std::string output;
+  std::array<char, 4096> chunk;
+  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 11) << output;
+  EXPECT_THAT(output, HasSubstr("--report '/nonexistent/dir/r.json': cannot be written"));
+  EXPECT_THAT(output, ::testing::Not(HasSubstr("PASS")));
+}

@@ -1,0 +1,76 @@
+// Decode (token-generation, TKG) attention for one KV head and the G query heads that share it
+// (GQA), over a KV cache of T tokens per batch row: for every batch row b and head g,
+//   out[g, b, :] = softmax_t(q[g, b, :] . K[b, :, t] / sqrt(d)) @ V[b, t, :].
+//
+// Cache layout (chosen for the hardware; the caller appends this step's K / V before the call):
+//   k_cache [Bl, d, T]: the head dim on the partitions, so a [d, 512-token] tile is one plain DMA
+//                       (each partition reads a contiguous token run; no transposing DMA);
+//   v_cache [Bl, T, d]: the tokens on the partitions, the contraction of P @ V.
+//   q [G, Bl, d] and out [G, Bl, d] (out in q's dtype).
+//
+// Algorithm (flash-decoding): the tokens are walked in blocks of up to pe_max_moving_free (512).
+//   * Scores: q_b^T [d, G] stationary, the K block [d, 512] moving, all G heads in one matmul;
+//     with d <= 64, floor(128 / d) rows share one matmul (a block-diagonal stationary, the rows'
+//     K blocks stacked on the contraction). Up to floor(128 / G) rows form a group whose scores sit
+//     on the partitions of one PSUM bank, so every softmax instruction covers the whole group.
+//   * Online softmax per group in fp32: running max (kept as nb = -max / sqrt(d)), running sum,
+//     and an accumulator rescaled by exp(old max - new max) each block; P = exp(s / sqrt(d) + nb)
+//     in the V dtype, transposed on the PE 128 tokens at a time, then P^T (stationary) @ V block.
+//   * The K / V blocks stream from HBM through a ring of SBUF slots over the DMA queues in the
+//     order the PE consumes them (the scores of block k + L interleaved with P @ V of block k), so
+//     the PE and the other engines trail the HBM stream.
+//   * LNC = 2 splits the tokens between the two cores (core 0 the first ceil(T/2) rounded up to
+//     128). Each core keeps its partial (max, sum, unnormalised output) per group; the partials
+//     are exchanged with sendrecv and merged exactly (log-sum-exp), and core c stores half of the
+//     group's rows (or, for a one-row group, half of its heads).
+//
+// Errors: Error(kInvalidArgument) worded "attention_tkg: <operand> <shape>: <rule>" (see
+// ValidateAttentionTkg); Error(kOutOfResources) if a tile does not fit. Nothing is written when
+// validation fails.
+// Threads: AttentionTkg() runs the SPMD program on the LogicalCore's threads and returns when
+// every physical core is done; call it from one host thread at a time per LogicalCore.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/hardware_profile.h"
+#include "runtime/logical_core.h"
+#include "runtime/tensor_view.h"
+
+namespace nkisim::kernels {
+
+struct AttentionTkgParams {
+  TensorView q;        // [G, Bl, d]: G query heads sharing one KV head, Bl batch rows
+  TensorView k_cache;  // [Bl, d, T]: T cached tokens, this step's included
+  TensorView v_cache;  // [Bl, T, d]
+};
+
+// Throws Error(kInvalidArgument) unless: q, k_cache and v_cache are 3-D float tensors; d <= the
+// partitions (128); G <= pe_cols (128); T >= 1; k_cache is [Bl, d, T] and v_cache [Bl, T, d]
+// with the same Bl, d and T; q's Bl and d match the caches'.
+void ValidateAttentionTkg(const AttentionTkgParams& params, const HardwareProfile& profile);
+
+// How the kernel tiles a case (exposed for tests and listings).
+struct AttentionTkgPlan {
+  int64_t heads = 0;         // G
+  int64_t rows = 0;          // Bl
+  int64_t d = 0;
+  int64_t tokens = 0;        // T
+  int64_t rows_per_pack = 0;   // rows sharing one scores matmul (stacked on the contraction)
+  int64_t rows_per_group = 0;  // rows sharing one online softmax (group * G <= 128 partitions)
+  int64_t block = 0;           // tokens per KV block (512)
+  int64_t core0_tokens = 0;    // LNC 2: core 0 takes [0, core0_tokens), core 1 the rest
+};
+// REQUIRES: params valid (ValidateAttentionTkg).
+AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
+                                  const HardwareProfile& profile);
+
+// The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d].
+// REQUIRES: params valid; out [G, Bl, d] float.
+void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
+                        const TensorView& out);
+
+// Validates, allocates out [G, Bl, d] in q's dtype and runs on every core of lnc.
+TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,60 @@
+#include "runtime/output_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/error.h"
+
+namespace nkisim {
+namespace {
+
+std::string TempPathFor(const std::string& path) {
+  return StrCat(path, ".tmp.", ::getpid());
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, std::string_view content, const char* what) {
+  const std::string temp = TempPathFor(path);
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat(what, " '", path, "': cannot create ", temp, ": ", std::strerror(errno)));
+    }
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) {
+      std::remove(temp.c_str());
+      Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", path, "': write failed"));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", path, "': cannot replace it: ", reason));
+  }
+}
+
+void CheckWritable(const std::string& path, const char* what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", path, "': is a directory"));
+  }
+  const std::string probe = TempPathFor(path);
+  std::ofstream out(probe);
+  if (!out) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(what, " '", path, "': cannot be written (", std::strerror(errno), ")"));
+  }
+  out.close();
+  std::remove(probe.c_str());
+}
+
+}  // namespace nkisim
