@@ -9,6 +9,7 @@
 #include "launcher/calibrate_command.h"
 #include "launcher/collective_command.h"
 #include "launcher/demo_command.h"
+#include "launcher/kernel_attention_command.h"
 #include "launcher/kernel_qkv_command.h"
 #include "launcher/example_command.h"
 #include "launcher/kernel_oproj_command.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   kernel->require_subcommand(1);
   nkisim::launcher::AddKernelQkvCommand(*kernel, &exit_code);
   nkisim::launcher::AddKernelOprojCommand(*kernel, &exit_code);
+  nkisim::launcher::AddKernelAttentionCommand(*kernel, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,144 @@
+#include "launcher/kernel_attention_command.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "kernels/attention/attention_cte.h"
+#include "kernels/attention/attention_tkg.h"
+#include "kernels/reference/attention_ref.h"
+#include "kernels/reference/causal_attention_ref.h"
+#include "kernels/reference/compare.h"
+#include "launcher/kernel_io.h"
+#include "runtime/error.h"
+#include "runtime/hardware_profile.h"
+#include "runtime/logical_core.h"
+
+namespace nkisim::launcher {
+namespace {
+
+// Shapes are checked here only as far as allocation needs (positive, bounded); every other rule
+// is the kernel's own validation.
+void CheckDims(const AttentionOptions& o) {
+  const struct {
+    const char* flag;
+    int64_t value;
+  } dims[] = {{"--b", o.b}, {"--g", o.g}, {"--t", o.t}, {"--d", o.d},
+              {"--s", o.s}, {"--nq", o.nq}, {"--nkv", o.nkv}};
+  for (const auto& dim : dims) {
+    if (dim.value < 1 || dim.value > (int64_t{1} << 24)) {
+      Raise(ErrorCode::kInvalidArgument, StrCat("kernel attention: ", dim.flag, " ", dim.value,
+                                                " must be in [1, 16777216]"));
+    }
+  }
+}
+
+reference::Tolerance ToleranceFor(DType dtype) {
+  return dtype == DType::kFloat32 ? reference::Tolerance{1e-5, 1e-4}
+                                  : reference::Tolerance{1e-5, 2e-2};
+}
+
+}  // namespace
+
+void AddKernelAttentionCommand(CLI::App& kernel_group, int* exit_code) {
+  auto o = std::make_shared<AttentionOptions>();
+  CLI::App* cmd = kernel_group.add_subcommand(
+      "attention",
+      "Decode (tkg) or causal prefill (cte) attention: outputs, cost, roofline, trace, check");
+  cmd->add_option("--variant", o->variant, "tkg (decode over a KV cache) or cte (causal prefill)")
+      ->check(CLI::IsMember({"tkg", "cte"}))
+      ->capture_default_str();
+  cmd->add_option("--b", o->b, "batch rows B (default: 4 for tkg, 1 for cte)");
+  cmd->add_option("--g", o->g, "tkg: query heads per KV head G")->capture_default_str();
+  cmd->add_option("--t", o->t, "tkg: cached tokens T (this step's included)")->capture_default_str();
+  cmd->add_option("--d", o->d, "head dim d")->capture_default_str();
+  cmd->add_option("--s", o->s, "cte: sequence length S")->capture_default_str();
+  cmd->add_option("--nq", o->nq, "cte: query heads n_q")->capture_default_str();
+  cmd->add_option("--nkv", o->nkv, "cte: KV heads n_kv")->capture_default_str();
+  cmd->add_option("--lnc", o->lnc, "physical cores per logical core")
+      ->check(CLI::IsMember({1, 2}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "q, k, v and out dtype")->capture_default_str();
+  cmd->add_option("--q", o->q_path, ".npy q (tkg [G, B, d]; cte [n_q, B, S, d])");
+  cmd->add_option("--k", o->k_path, ".npy k (tkg [B, d, T]; cte [n_kv, B, S, d])");
+  cmd->add_option("--v", o->v_path, ".npy v (tkg [B, T, d]; cte [n_kv, B, S, d])");
+  cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
+  cmd->add_option("--profile", o->profile_path, "hardware profile (text proto merged over trn2)");
+  cmd->add_option("--trace", o->trace_path, "Chrome/Perfetto trace output")->capture_default_str();
+  cmd->add_flag("--check", o->check, "compare with the fp64 golden at the reference tolerance");
+  cmd->callback([o, exit_code] { *exit_code = RunKernelAttention(*o); });
+}
+
+int RunKernelAttention(const AttentionOptions& options) {
+  const auto host_start = std::chrono::steady_clock::now();
+  AttentionOptions o = options;
+  if (o.b == 0) o.b = o.variant == "tkg" ? 4 : 1;
+  CheckDims(o);
+  const HardwareProfile profile =
+      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const DType dtype = ParseDType(o.dtype);
+  const bool tkg = o.variant == "tkg";
+  // The inputs of one case are bounded by what the machine can hold, checked before allocating.
+  const double elements =
+      tkg ? static_cast<double>(o.g * o.b * o.d + 2 * o.b * o.d * o.t + o.g * o.b * o.d)
+          : static_cast<double>(o.b * o.s * o.d) * static_cast<double>(2 * o.nq + 2 * o.nkv);
+  const double bytes_needed = elements * (static_cast<double>(SizeOf(dtype)) + 8);  // + golden
+  constexpr double kMaxBytes = 16.0 * (1 << 30);
+  if (bytes_needed > kMaxBytes) {
+    Raise(ErrorCode::kOutOfResources,
+          StrCat("kernel attention: the case needs about ", bytes_needed / (1 << 30),
+                 " GiB of host memory (inputs, output, golden); the limit is 16 GiB"));
+  }
+  LogicalCore lnc(o.lnc, profile);
+  TensorView q, k, v, out;
+  std::vector<double> golden;
+  double flops = 0;
+  if (tkg) {
+    q = LoadOrRandomInput(o.q_path, "q", {o.g, o.b, o.d}, dtype, o.seed, -1, 1);
+    k = LoadOrRandomInput(o.k_path, "k_cache", {o.b, o.d, o.t}, dtype, o.seed, -1, 1);
+    v = LoadOrRandomInput(o.v_path, "v_cache", {o.b, o.t, o.d}, dtype, o.seed, -1, 1);
+    std::printf(
+        "nkisim kernel attention: TKG decode, q [G, B, d] = %s, k_cache [B, d, T] = %s, v_cache "
+        "[B, T, d] = %s, %s, LNC = %d, profile %s\n",
+        ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(),
+        ShapeString(v.shape()).c_str(), DTypeName(dtype), o.lnc, profile.name().c_str());
+    out = kernels::AttentionTkg(lnc, {q, k, v});
+    flops = 4.0 * static_cast<double>(o.g * o.b * o.t * o.d);
+    if (o.check) golden = reference::AttentionTkgRef(q, k, v);
+  } else {
+    q = LoadOrRandomInput(o.q_path, "q", {o.nq, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
+    k = LoadOrRandomInput(o.k_path, "k", {o.nkv, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
+    v = LoadOrRandomInput(o.v_path, "v", {o.nkv, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
+    std::printf(
+        "nkisim kernel attention: CTE causal prefill, q [n_q, B, S, d] = %s, k and v [n_kv, B, "
+        "S, d] = %s, %s, LNC = %d, profile %s\n",
+        ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(), DTypeName(dtype), o.lnc,
+        profile.name().c_str());
+    out = kernels::AttentionCte(lnc, {q, k, v});
+    flops = kernels::AttentionCteFlops(o.b, o.nq, o.s, o.d);
+    if (o.check) golden = reference::CausalAttentionRef(q, k, v);
+  }
+  std::printf("out %s %s: %s\n", ShapeString(out.shape()).c_str(), DTypeName(out.dtype()),
+              WriteOutput(o.out_dir, "out", out).c_str());
+  ReportLogicalCore(lnc, flops, o.trace_path);
+  const double bytes = static_cast<double>(q.size_bytes() + k.size_bytes() + v.size_bytes() +
+                                           out.size_bytes());
+  ReportRoofline(lnc, bytes, flops);
+  int status = 0;
+  if (o.check) {
+    const reference::Tolerance tol = ToleranceFor(dtype);
+    const reference::Comparison check = reference::Compare(out.ToFloats(), golden, tol);
+    std::printf("check vs fp64 golden (atol %g, rtol %g): %s\n", tol.atol, tol.rtol,
+                check.ToString().c_str());
+    status = check.pass() ? 0 : 1;
+  }
+  const double host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
+          .count();
+  std::printf("host time: %.1f ms\n", host_ms);
+  return status;
+}
+
+}  // namespace nkisim::launcher

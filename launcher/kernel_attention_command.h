@@ -1,0 +1,41 @@
+// `nkisim kernel attention`: runs the decode (TKG) or the causal prefill (CTE) attention kernel on
+// one simulated logical core, on .npy inputs or seeded random ones; writes out.npy, prints the
+// cost summary and the roofline ("= N.NNx the bound"), writes the trace and, with --check,
+// compares with the fp64 golden at the reference tolerance (bf16 atol 1e-5 rtol 2e-2; fp32
+// atol 1e-5 rtol 1e-4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace nkisim::launcher {
+
+struct AttentionOptions {
+  std::string variant = "tkg";  // tkg (decode) | cte (causal prefill)
+  // tkg: B batch rows, G query heads per KV head, T cached tokens; cte: B, S, n_q, n_kv.
+  int64_t b = 0, g = 8, t = 4096, d = 128;  // b 0: 4 for tkg, 1 for cte
+  int64_t s = 2048, nq = 32, nkv = 8;
+  int lnc = 2;
+  std::string dtype = "bf16";
+  // .npy inputs; empty: seeded random values. tkg: q [G, B, d], k [B, d, T], v [B, T, d];
+  // cte: q [n_q, B, S, d], k and v [n_kv, B, S, d].
+  std::string q_path, k_path, v_path;
+  std::string out_dir = "attention-out";
+  uint64_t seed = 1;
+  std::string profile_path;
+  std::string trace_path = "nkisim-attention.trace.json";
+  bool check = false;
+};
+
+// Registers `attention` under the `kernel` group; the callback stores its exit code in *exit_code.
+void AddKernelAttentionCommand(CLI::App& kernel_group, int* exit_code);
+
+// Runs one case; returns 0, or 1 when --check finds an element outside the tolerance. Throws
+// nkisim::Error on bad options or inputs (the kernels' validation errors: exit 11).
+int RunKernelAttention(const AttentionOptions& options);
+
+}  // namespace nkisim::launcher

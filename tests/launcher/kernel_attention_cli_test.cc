@@ -1,0 +1,55 @@
+// `nkisim kernel attention` as a user runs it: both variants check against their goldens and
+// report the roofline; bad shapes exit 11 naming the operand and the rule.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/testing/run_command.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using nkisim::testing::CommandResult;
+
+CommandResult Attention(const std::string& args) {
+  return nkisim::testing::RunCommand(
+      std::string(NKISIM_BINARY) + " kernel attention --out-dir /tmp/nkisim-attention-cli " +
+          "--trace /tmp/nkisim-attention-cli.trace.json " + args,
+      120);
+}
+
+TEST(KernelAttentionCliTest, DecodeChecksAndReportsTheRoofline) {
+  const CommandResult r = Attention("--variant tkg --b 4 --g 4 --t 1024 --d 64 --lnc 2 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("check vs fp64 golden (atol 1e-05, rtol 0.02): PASS"));
+  EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
+  EXPECT_THAT(r.output, HasSubstr("x the bound"));
+}
+
+TEST(KernelAttentionCliTest, PrefillChecksAndReportsTheRoofline) {
+  const CommandResult r = Attention("--variant cte --s 300 --nq 32 --nkv 8 --d 128 --lnc 2 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(": PASS"));
+  EXPECT_THAT(r.output, HasSubstr("x the bound"));
+}
+
+TEST(KernelAttentionCliTest, BadShapesExitElevenNamingTheRule) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--variant tkg --d 256", "d = 256 must be <= 128"},
+      {"--variant tkg --t 0", "--t 0 must be in [1, 16777216]"},
+      {"--variant cte --nq 30 --nkv 8 --s 128", "n_q = 30 must be divisible by n_kv = 8"},
+      {"--variant cte --s 0", "--s 0 must be in [1, 16777216]"},
+      {"--variant tkg --g 200 --t 16", "G"},
+  };
+  for (const auto& c : cases) {
+    const CommandResult r = Attention(c.args);
+    EXPECT_EQ(r.exit_code, 11) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
+  }
+}
+
+}  // namespace
