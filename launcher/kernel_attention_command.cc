@@ -18,22 +18,6 @@
 namespace nkisim::launcher {
 namespace {
 
-// Shapes are checked here only as far as allocation needs (positive, bounded); every other rule
-// is the kernel's own validation.
-void CheckDims(const AttentionOptions& o) {
-  const struct {
-    const char* flag;
-    int64_t value;
-  } dims[] = {{"--b", o.b}, {"--g", o.g}, {"--t", o.t}, {"--d", o.d},
-              {"--s", o.s}, {"--nq", o.nq}, {"--nkv", o.nkv}};
-  for (const auto& dim : dims) {
-    if (dim.value < 1 || dim.value > (int64_t{1} << 24)) {
-      Raise(ErrorCode::kInvalidArgument, StrCat("kernel attention: ", dim.flag, " ", dim.value,
-                                                " must be in [1, 16777216]"));
-    }
-  }
-}
-
 reference::Tolerance ToleranceFor(DType dtype) {
   return dtype == DType::kFloat32 ? reference::Tolerance{1e-5, 1e-4}
                                   : reference::Tolerance{1e-5, 2e-2};
@@ -75,7 +59,6 @@ int RunKernelAttention(const AttentionOptions& options) {
   const auto host_start = std::chrono::steady_clock::now();
   AttentionOptions o = options;
   if (o.b == 0) o.b = o.variant == "tkg" ? 4 : 1;
-  CheckDims(o);
   const HardwareProfile profile =
       o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
   const DType dtype = ParseDType(o.dtype);
@@ -84,13 +67,10 @@ int RunKernelAttention(const AttentionOptions& options) {
   const double elements =
       tkg ? static_cast<double>(o.g * o.b * o.d + 2 * o.b * o.d * o.t + o.g * o.b * o.d)
           : static_cast<double>(o.b * o.s * o.d) * static_cast<double>(2 * o.nq + 2 * o.nkv);
-  const double bytes_needed = elements * (static_cast<double>(SizeOf(dtype)) + 8);  // + golden
-  constexpr double kMaxBytes = 16.0 * (1 << 30);
-  if (bytes_needed > kMaxBytes) {
-    Raise(ErrorCode::kOutOfResources,
-          StrCat("kernel attention: the case needs about ", bytes_needed / (1 << 30),
-                 " GiB of host memory (inputs, output, golden); the limit is 16 GiB"));
-  }
+  CheckKernelFlags("kernel attention",
+                   {{"--b", o.b}, {"--g", o.g}, {"--t", o.t}, {"--d", o.d}, {"--s", o.s},
+                    {"--nq", o.nq}, {"--nkv", o.nkv}},
+                   elements * (static_cast<double>(SizeOf(dtype)) + 8));  // + the fp64 golden
   LogicalCore lnc(o.lnc, profile);
   TensorView q, k, v, out;
   std::vector<double> golden;

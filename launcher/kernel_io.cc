@@ -68,4 +68,21 @@ double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops) {
   return bound;
 }
 
+void CheckKernelFlags(const char* command, std::initializer_list<SizeFlag> sizes,
+                      double host_bytes) {
+  constexpr int64_t kMaxSize = int64_t{1} << 24;
+  for (const SizeFlag& f : sizes) {
+    if (f.value < 1 || f.value > kMaxSize) {
+      Raise(ErrorCode::kInvalidArgument, StrCat(command, ": ", f.flag, " ", f.value,
+                                                " must be in [1, ", kMaxSize, "]"));
+    }
+  }
+  constexpr double kMaxHostBytes = 16.0 * (1 << 30);
+  if (!(host_bytes <= kMaxHostBytes)) {
+    Raise(ErrorCode::kOutOfResources,
+          StrCat(command, ": the case needs about ", host_bytes / (1 << 30),
+                 " GiB of host memory (inputs, outputs, golden); the limit is 16 GiB"));
+  }
+}
+
 }  // namespace nkisim::launcher

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "runtime/logical_core.h"
@@ -17,6 +18,19 @@ namespace nkisim::launcher {
 // the found shape.
 TensorView LoadOrRandomInput(const std::string& npy_path, const std::string& name,
                              const Shape& shape, DType dtype, uint64_t seed, float lo, float hi);
+
+// One integer flag of a kernel command, for CheckKernelFlags.
+struct SizeFlag {
+  const char* flag;
+  int64_t value;
+};
+
+// The checks every kernel command makes before it allocates anything: each size flag in
+// [1, 2^24]; the host bytes the case needs (inputs, outputs and the fp64 golden, estimated by
+// the caller) at most 16 GiB. Throws Error(kInvalidArgument) "<command>: --b -1 must be in
+// [1, 16777216]" or Error(kOutOfResources) naming the bytes and the limit.
+void CheckKernelFlags(const char* command, std::initializer_list<SizeFlag> sizes,
+                      double host_bytes);
 
 // Writes tensor to <out_dir>/<name>.npy (out_dir is created); returns the path.
 std::string WriteOutput(const std::string& out_dir, const std::string& name,

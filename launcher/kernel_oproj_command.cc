@@ -110,6 +110,14 @@ void AddKernelOprojCommand(CLI::App& kernel_group, int* exit_code) {
 
 int RunKernelOproj(const OprojOptions& o) {
   const auto host_start = std::chrono::steady_clock::now();
+  {
+    const double rows = static_cast<double>(o.b) * static_cast<double>(o.s);
+    const double k = static_cast<double>(o.n) * static_cast<double>(o.d);
+    CheckKernelFlags("kernel oproj",
+                     {{"--b", o.b}, {"--n", o.n}, {"--d", o.d}, {"--s", o.s}, {"--h", o.h}},
+                     (rows * k + k * static_cast<double>(o.h) + rows * static_cast<double>(o.h)) *
+                         12.0);  // fp32 inputs, output, fp64 golden
+  }
   const HardwareProfile profile =
       o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
   const OprojKernel kernel = o.variant == "cte" ? OprojKernel::kCte : OprojKernel::kTkg;

@@ -134,6 +134,27 @@ int RunKernelQkv(const KernelQkvOptions& o) {
     return 0;
   }
   const auto host_start = std::chrono::steady_clock::now();
+  {
+    const double rows = static_cast<double>(o.b) * static_cast<double>(o.s);
+    const double cols = static_cast<double>(o.n_q + 2 * o.n_kv) * static_cast<double>(o.d);
+    CheckKernelFlags("kernel qkv",
+                     {{"--b", o.b}, {"--s", o.s}, {"--h", o.h}, {"--nq", o.n_q},
+                      {"--nkv", o.n_kv}, {"--d", o.d}},
+                     (rows * static_cast<double>(o.h) + static_cast<double>(o.h) * cols +
+                      rows * cols) * 12.0);  // fp32 inputs, output, fp64 golden
+    if (!(o.eps >= 0) || !std::isfinite(o.eps)) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("kernel qkv: --eps ", o.eps, " must be finite and >= 0"));
+    }
+    if (o.hidden_actual < 0) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("kernel qkv: --hidden-actual ", o.hidden_actual, " must be >= 0 (0: H)"));
+    }
+    if (!o.in_dir.empty() && !std::filesystem::is_directory(o.in_dir)) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("kernel qkv: --in-dir ", o.in_dir, ": not a directory"));
+    }
+  }
   const HardwareProfile profile =
       o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
   kernels::QkvParams params = kernels::MakeQkvCase(CaseOptions(o));

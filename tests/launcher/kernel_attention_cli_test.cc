@@ -53,3 +53,36 @@ TEST(KernelAttentionCliTest, BadShapesExitElevenNamingTheRule) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every kernel command refuses sizes, NaNs and paths before allocating: exit 11 (13 for a case
+// larger than the host), a message naming the flag, the value and the rule, in well under a second.
+TEST(KernelCliTest, BadFlagsOfEveryKernelCommandAreRefusedBeforeAnyWork) {
+  const struct {
+    const char* args;
+    int code;
+    const char* message;
+  } cases[] = {
+      {"kernel oproj --variant tkg --s 0", 11, "--s 0 must be in [1, 16777216]"},
+      {"kernel oproj --variant tkg --n 0", 11, "--n 0 must be in [1, 16777216]"},
+      {"kernel oproj --b 0", 11, "--b 0 must be in [1, 16777216]"},
+      {"kernel oproj --h 9999999", 13, "GiB of host memory"},
+      {"kernel qkv --h -128", 11, "--h -128 must be in"},
+      {"kernel qkv --b -1", 11, "--b -1 must be in"},
+      {"kernel qkv --s 1000000000", 11, "--s 1000000000 must be in"},
+      {"kernel qkv --in-dir /nonexistent", 11, "--in-dir /nonexistent: not a directory"},
+      {"kernel qkv --eps nan", 11, "--eps nan must be finite and >= 0"},
+      {"kernel qkv --eps -1", 11, "--eps -1 must be finite and >= 0"},
+      {"kernel qkv --hidden-actual -5", 11, "--hidden-actual -5 must be >= 0"},
+      {"kernel attention --b -3", 11, "--b -3 must be in"},
+  };
+  for (const auto& c : cases) {
+    const CommandResult r =
+        nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " " + c.args, 10);
+    EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
+  }
+}
+
+}  // namespace
