@@ -40,9 +40,16 @@ struct Job::Impl {
 };
 
 Job::Job(const std::vector<std::string>& argv) : impl_(std::make_unique<Impl>()) {
-  const boost::filesystem::path program = bp::search_path(argv.at(0));
+  // A name is looked up on PATH; a path (absolute or relative, anything with a '/') is used as is.
+  const bool is_path = argv.at(0).find('/') != std::string::npos;
+  const boost::filesystem::path program =
+      is_path ? boost::filesystem::path(argv[0]) : bp::search_path(argv[0]);
   if (program.empty()) {
     Raise(ErrorCode::kBadConfig, StrCat("cannot start '", argv[0], "': not found on PATH"));
+  }
+  if (is_path && (::access(program.c_str(), X_OK) != 0 || boost::filesystem::is_directory(program))) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat("cannot start '", argv[0], "': not an executable file"));
   }
   try {
     impl_->child = bp::child(program, std::vector<std::string>(argv.begin() + 1, argv.end()),

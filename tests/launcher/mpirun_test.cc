@@ -61,5 +61,20 @@ TEST(JobTest, MissingProgramIsABadConfig) {
   }
 }
 
+TEST(JobTest, AbsolutePathsRunAsGivenAndNonExecutablesAreRefused) {
+  Job by_path({"/bin/sh", "-c", "exit 4"});
+  while (!by_path.Poll()) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(*by_path.Poll(), 4);
+  for (const char* bad : {"/etc/passwd", "/tmp", "/no/such/mpirun"}) {
+    try {
+      Job job({bad});
+      ADD_FAILURE() << bad << " was started";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << bad;
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nkisim::launcher
