@@ -1,5 +1,9 @@
 #include "launcher/scenario_config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 
@@ -37,13 +41,60 @@ void FillDefaults(proto::Scenario& s) {
   }
 }
 
+// Control-plane and numeric fields: finite, in range, no value that would make a loop spin or a
+// timeout never fire.
+void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
+  const proto::ControlPlane& c = s.control();
+  const struct {
+    const char* field;
+    double value, lo, hi;
+  } ranges[] = {
+      {"control.stall_timeout_s", c.stall_timeout_s(), 0.1, 86400},
+      {"control.heartbeat_s", c.heartbeat_s(), 0.01, 60},
+      {"control.startup_timeout_s", c.startup_timeout_s(), 1, 86400},
+      {"model.rms_eps", s.model().rms_eps(), 0, 1},
+  };
+  for (const auto& f : ranges) {
+    if (!(f.value >= f.lo && f.value <= f.hi)) {
+      problems.push_back(StrCat(f.field, ": ", f.value, " must be in [", f.lo, ", ", f.hi, "]"));
+    }
+  }
+  if (c.heartbeat_s() >= c.stall_timeout_s()) {
+    problems.push_back(StrCat("control.heartbeat_s: ", c.heartbeat_s(),
+                              " must be below stall_timeout_s (", c.stall_timeout_s(), ")"));
+  }
+  if (c.port() > 65535) {
+    problems.push_back(StrCat("control.port: ", c.port(), " must be in [0, 65535] (0: any free port)"));
+  }
+  for (const auto& [phase, t] : s.tolerances()) {
+    static const char* const kPhases[] = {"qkv", "batch_shard", "attention",
+                                          "unshard", "o_proj", "all_reduce"};
+    if (std::find(std::begin(kPhases), std::end(kPhases), phase) == std::end(kPhases)) {
+      problems.push_back(StrCat("tolerances: '", phase, "' is not a phase (qkv, batch_shard, ",
+                                "attention, unshard, o_proj, all_reduce)"));
+    }
+    if (!(t.atol() >= 0 && std::isfinite(t.atol()) && t.rtol() >= 0 && std::isfinite(t.rtol()))) {
+      problems.push_back(StrCat("tolerances['", phase, "']: atol ", t.atol(), " and rtol ",
+                                t.rtol(), " must be finite and >= 0"));
+    }
+  }
+}
+
 void Check(const ResolvedScenario& r, std::vector<std::string>& problems) {
   const proto::Scenario& s = r.spec;
   const proto::ModelShape& m = s.model();
-  for (const std::string& name : s.scenarios()) {
+  CheckFields(s, problems);
+  for (int i = 0; i < s.scenarios_size(); ++i) {
+    const std::string& name = s.scenarios(i);
     if (name != kAttentionDecode && name != kAttentionDecodeTp) {
       problems.push_back(StrCat("scenarios: '", name, "' is not one of ", kAttentionDecode, ", ",
                                 kAttentionDecodeTp));
+    }
+    for (int j = 0; j < i; ++j) {
+      if (s.scenarios(j) == name) {
+        problems.push_back(StrCat("scenarios: '", name, "' is listed twice (entries ", j, " and ",
+                                  i, ")"));
+      }
     }
   }
   if (m.hidden() == 0 || m.hidden() % 128 != 0) {
