@@ -1,5 +1,10 @@
 #include "runtime/config_file.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
@@ -46,8 +51,29 @@ void ParseConfigText(const std::string& text, const std::string& source,
 }
 
 std::string ReadConfigFile(const std::string& path, const std::string& what) {
+  // Only a regular file of bounded size: a FIFO would block forever, a device read without end.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what, ": ", std::strerror(errno)));
+  }
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : !S_ISREG(st.st_mode) ? "not a regular file"
+                                            : nullptr;
+  if (kind) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(path, ": the ", what, " is ", kind, "; it must be a regular file"));
+  }
+  if (st.st_size > kMaxConfigFileBytes) {
+    Raise(ErrorCode::kBadConfig, StrCat(path, ": the ", what, " is ", st.st_size,
+                                        " bytes; at most ", kMaxConfigFileBytes, " are read"));
+  }
   std::ifstream in(path);
-  if (!in) Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what));
+  if (!in) {
+    Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what, ": ", std::strerror(errno)));
+  }
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

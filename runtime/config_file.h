@@ -14,7 +14,12 @@ namespace nkisim {
 void ParseConfigText(const std::string& text, const std::string& source,
                      google::protobuf::Message* message);
 
-// The whole file; throws Error(kBadConfig) "path: cannot open <what>".
+// Config files larger than this are refused (no hand-written config comes near it).
+inline constexpr long long kMaxConfigFileBytes = 64LL << 20;
+
+// The whole file; throws Error(kBadConfig) "path: cannot open <what>: <reason>", or names the
+// rule the path breaks: a directory, FIFO, device or socket instead of a regular file, or a file
+// over kMaxConfigFileBytes.
 std::string ReadConfigFile(const std::string& path, const std::string& what);
 
 }  // namespace nkisim

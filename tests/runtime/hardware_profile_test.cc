@@ -1,7 +1,13 @@
 #include "runtime/hardware_profile.h"
+#include "runtime/config_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <fstream>
 
@@ -98,6 +104,39 @@ TEST(HardwareProfileTest, MissingFileIsABadConfig) {
     EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
     EXPECT_THAT(e.what(), HasSubstr("/nonexistent/profile.textproto"));
   }
+}
+
+// Config readers take regular files of bounded size only, and say which rule a path breaks.
+TEST(ConfigFileTest, OnlyRegularFilesOfBoundedSizeAreRead) {
+  const std::string fifo = ::testing::TempDir() + "nkisim_config_fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string big = ::testing::TempDir() + "nkisim_config_big.textproto";
+  {
+    std::ofstream out(big);
+    out << std::string(static_cast<size_t>(kMaxConfigFileBytes) + 1, ' ');
+  }
+  const struct {
+    std::string path;
+    const char* message;
+  } cases[] = {
+      {fifo, "is a FIFO; it must be a regular file"},
+      {"/dev/zero", "is a device; it must be a regular file"},
+      {::testing::TempDir(), "is a directory; it must be a regular file"},
+      {big, "bytes; at most 67108864 are read"},
+      {"/nonexistent/p.textproto", "cannot open hardware profile: No such file or directory"},
+  };
+  for (const auto& c : cases) {
+    try {
+      LoadHardwareProfile(c.path);
+      ADD_FAILURE() << c.path << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << c.path;
+      EXPECT_THAT(e.what(), HasSubstr(c.message)) << c.path;
+    }
+  }
+  ::unlink(fifo.c_str());
+  ::unlink(big.c_str());
 }
 
 }  // namespace
