@@ -24,6 +24,10 @@ constexpr float kNoMax = 3.0e38f;
 constexpr int64_t kSlotsPerQueue = 2;
 // Smallest DMA of the start-up ramp.
 constexpr int64_t kRampPieceBytes = 16 * 1024;
+// Largest KV DMA: 96 KiB holds a queue 4.2 us and 16 such queues still outrun the HBM port
+// (16 x 96 KiB / 4.2 us = 375 GB/s > 362.5), while a whole 128 KiB chunk arrives 5.4 us after
+// its issue, which the small-batch streams (a few MB) cannot hide.
+constexpr int64_t kMaxPieceBytes = 96 * 1024;
 // PE work (ns) the score matmuls should run ahead of the softmax that consumes them.
 constexpr double kLookaheadNs = 2500.0;
 
@@ -146,8 +150,10 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
   plan.rows_per_pack = std::clamp<int64_t>(np / plan.d, 1, plan.rows_per_group);
   plan.rows_per_group = plan.rows_per_group / plan.rows_per_pack * plan.rows_per_pack;
   plan.block = prof.pe_max_moving_free();
-  const int64_t half = (plan.tokens + 1) / 2, chunk = np;
-  plan.core0_tokens = lnc == 1 ? plan.tokens : std::min(plan.tokens, (half + chunk - 1) / chunk * chunk);
+  // An even split: each core's HBM port moves half of the cache (rounding core 0 up to 128
+  // tokens cost up to 1.25x at T = 1025).
+  plan.core0_tokens = lnc == 1 ? plan.tokens : (plan.tokens + 1) / 2;
+  (void)np;
   return plan;
 }
 
@@ -169,9 +175,15 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
 
   // ---- the steps and the KV chunks in PE consumption order ----
   std::vector<Step> steps;
+  // The core's tokens in ceil(n / 512) blocks of equal width (a multiple of 128 but the last):
+  // 513 tokens are 384 + 129, not 512 + 1, whose one-token block pays every fixed cost again.
+  const int64_t n_blocks = (t_hi - t_lo + plan.block - 1) / plan.block;
+  const int64_t width =
+      n_blocks == 0 ? plan.block
+                    : std::min(plan.block, ((t_hi - t_lo + n_blocks - 1) / n_blocks + np - 1) / np * np);
   for (int64_t gi = 0; gi < groups; ++gi) {
-    for (int64_t t0 = t_lo; t0 < t_hi; t0 += plan.block) {
-      steps.push_back({gi, t0, std::min(plan.block, t_hi - t0), t0 == t_lo, t0 + plan.block >= t_hi});
+    for (int64_t t0 = t_lo; t0 < t_hi; t0 += width) {
+      steps.push_back({gi, t0, std::min(width, t_hi - t0), t0 == t_lo, t0 + width >= t_hi});
     }
   }
   const int64_t n_steps = static_cast<int64_t>(steps.size());
@@ -306,15 +318,23 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   };
 
   // Start-up ramp: a 128 KiB DMA holds its queue about 5 us, so the first chunks are cut (along
-  // their partitions) into pieces of about 1/8 of the bytes streamed before them, at least
+  // their partitions) into pieces of about 1/4 of the bytes streamed before them (at most kMaxPieceBytes), at least
   // kRampPieceBytes: the first blocks arrive at about the port's pace instead of one whole-chunk
   // DMA latency late.
   {
+    int64_t total = 0;
+    for (const auto& chunk : chunks) {
+      for (const Piece& piece : chunk) total += piece.view.size_bytes();
+    }
+    // A short stream (a few MB) is cut so that every queue carries about two pieces of it: one
+    // whole-chunk DMA holds its queue ~5 us, longer than the whole stream's HBM time.
+    const int64_t cap = std::min<int64_t>(
+        kMaxPieceBytes, std::max<int64_t>(kRampPieceBytes, total / (2 * prof.dma_queues())));
     int64_t streamed = 0;
     for (auto& chunk : chunks) {
       int64_t bytes = 0;
       for (const Piece& piece : chunk) bytes += piece.view.size_bytes();
-      const int64_t piece_bytes = std::max<int64_t>(kRampPieceBytes, streamed / 8);
+      const int64_t piece_bytes = std::min(cap, std::max<int64_t>(kRampPieceBytes, streamed / 4));
       streamed += bytes;
       if (piece_bytes >= bytes || chunk.size() != 1) continue;
       const Piece whole = chunk[0];

@@ -8,7 +8,8 @@
 //   v_cache [Bl, T, d]: the tokens on the partitions, the contraction of P @ V.
 //   q [G, Bl, d] and out [G, Bl, d] (out in q's dtype).
 //
-// Algorithm (flash-decoding): the tokens are walked in blocks of up to pe_max_moving_free (512).
+// Algorithm (flash-decoding): each core's tokens are walked in ceil(n / 512) blocks of equal
+// width (a multiple of 128, at most pe_max_moving_free = 512; the last block takes the rest).
 //   * Scores: q_b^T [d, G] stationary, the K block [d, 512] moving, all G heads in one matmul;
 //     with d <= 64, floor(128 / d) rows share one matmul (a block-diagonal stationary, the rows'
 //     K blocks stacked on the contraction). Up to floor(128 / G) rows form a group whose scores sit
@@ -17,10 +18,11 @@
 //     and an accumulator rescaled by exp(old max - new max) each block; P = exp(s / sqrt(d) + nb)
 //     in the V dtype, transposed on the PE 128 tokens at a time, then P^T (stationary) @ V block.
 //   * The K / V blocks stream from HBM through a ring of SBUF slots over the DMA queues in the
-//     order the PE consumes them (the scores of block k + L interleaved with P @ V of block k), so
+//     order the PE consumes them, cut into DMAs of at most 96 KiB (smaller at the start and for
+//     short streams, so every queue carries its share and the first blocks arrive early) (the scores of block k + L interleaved with P @ V of block k), so
 //     the PE and the other engines trail the HBM stream.
-//   * LNC = 2 splits the tokens between the two cores (core 0 the first ceil(T/2) rounded up to
-//     128). Each core keeps its partial (max, sum, unnormalised output) per group; the partials
+//   * LNC = 2 splits the tokens evenly between the two cores (core 0 the first ceil(T/2)), so
+//     each core's HBM port moves half of the cache. Each core keeps its partial (max, sum, unnormalised output) per group; the partials
 //     are exchanged with sendrecv and merged exactly (log-sum-exp), and core c stores half of the
 //     group's rows (or, for a one-row group, half of its heads).
 //
@@ -58,7 +60,7 @@ struct AttentionTkgPlan {
   int64_t tokens = 0;        // T
   int64_t rows_per_pack = 0;   // rows sharing one scores matmul (stacked on the contraction)
   int64_t rows_per_group = 0;  // rows sharing one online softmax (group * G <= 128 partitions)
-  int64_t block = 0;           // tokens per KV block (512)
+  int64_t block = 0;           // largest KV block (512); a core uses ceil(n / 512) equal blocks
   int64_t core0_tokens = 0;    // LNC 2: core 0 takes [0, core0_tokens), core 1 the rest
 };
 // REQUIRES: params valid (ValidateAttentionTkg).

@@ -40,11 +40,21 @@ TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {
   ExpectTkgWithinRoofline(GetParam(), 1.25, /*check_golden=*/GetParam().t <= 8192);
 }
 
-// T = 1024 at LNC 2 (512 tokens per core, 23 us of HBM) runs at 1.30x: the first block's scores
-// (2 MB of K) must arrive before any P @ V and the PE then trails by that; a known gap, guarded at
-// 1.35x until P @ V moves to the V-stationary form (N = G instead of d).
+// Two Bl = 32 cases at LNC 2 with ~23 us of HBM per core stay above 1.25x because the PE is
+// nearly as busy as the HBM port and cannot absorb the pipeline fill (the first block's K before
+// any P @ V) and drain (the last P @ V, the 600 ns exchange, the merge and the 600 ns store):
+//  * G = 8, T = 1024 (1.29x): per 128 tokens of a row the PE spends 143 cycles on the scores,
+//    31 on the transpose and 188 on P @ V (N = d = 128 plus 60 cycles of access overhead) -
+//    83% of the row's 181 ns of HBM time; P @ V in the V-stationary form (N = G) would free ~25%;
+//  * G = 1, T = 1025 (the TP-only layout, 1.36x): one row per matmul with a single stationary
+//    column, so every K block and every 128-token P @ V is a full matmul for one head: the PE
+//    work is ~0.8x the HBM time.
 TEST(TkgRooflineGapTest, T1024Lnc2) {
-  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.35,
+  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.30,
+                          /*check_golden=*/true);
+}
+TEST(TkgRooflineGapTest, T1025G1Lnc2) {
+  ExpectTkgWithinRoofline(TkgCase{"t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.37,
                           /*check_golden=*/true);
 }
 
