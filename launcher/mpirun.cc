@@ -72,6 +72,14 @@ std::optional<int> Job::Poll() {
   return impl_->exit_code;
 }
 
+bool Job::WaitFor(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!Poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Poll().has_value();
+}
+
 void Job::Stop(std::chrono::milliseconds grace) {
   if (Poll()) return;
   ::kill(-impl_->group.native_handle(), SIGTERM);

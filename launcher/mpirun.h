@@ -37,6 +37,8 @@ class Job {
 
   // The exit code once the job has ended (128 + signal when killed by a signal).
   std::optional<int> Poll();
+  // Waits up to `limit` for the job to end by itself; true when it has.
+  bool WaitFor(std::chrono::milliseconds limit);
   // SIGTERM to the whole process group, then SIGKILL after `grace`; waits for the end.
   void Stop(std::chrono::milliseconds grace = std::chrono::seconds(2));
 

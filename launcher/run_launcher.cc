@@ -52,6 +52,9 @@ class StopSignals {
   std::array<struct sigaction, 3> previous_{};
 };
 
+// How long mpirun may take to abort by itself after a rank failed or died, before it is stopped.
+constexpr auto kAbortGrace = std::chrono::seconds(3);
+
 // How long mpirun may take to exit once every rank has reported; then it is stopped.
 constexpr auto kExitDeadline = std::chrono::seconds(10);
 
@@ -270,7 +273,14 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
     failure = monitor.CheckStalls();
   }
   if (failure.failed()) {
-    if (job) job->Stop();
+    if (job) {
+      // A rank that failed or died makes mpirun abort the job by itself; signalling an mpirun
+      // that is already aborting can crash it, so it gets a moment first. A stall or a signal
+      // to the launcher needs the stop at once.
+      const bool mpirun_aborts = failure.code == ErrorCode::kCommError ||
+                                 (failure.code != ErrorCode::kTimeout && stop_signal == 0);
+      if (!mpirun_aborts || !job->WaitFor(kAbortGrace)) job->Stop();
+    }
     std::fprintf(stderr, "nkisim run: FAILED after %s s: %s; the job was stopped\n",
                  monitor.Elapsed().c_str(), failure.message.c_str());
     RemoveStaleOutputs(o);

@@ -234,3 +234,25 @@ TEST(RunE2eTest, UnwritableReportIsRefusedBeforeAnyRankStarts) {
   EXPECT_THAT(output, HasSubstr("--report '/nonexistent/dir/r.json': cannot be written"));
   EXPECT_THAT(output, ::testing::Not(HasSubstr("PASS")));
 }
+
+// After any failure no process of the job is left: the ranks and mpirun are gone when the
+// launcher returns (checked in the process table by the job's config path).
+TEST(RunE2eTest, FailuresLeaveNoProcessOfTheJob) {
+  const struct {
+    const char* name;
+    const char* extra;
+    int code;
+  } cases[] = {
+      {"noproc_throw", "fault { kind: THROW rank: 1 phase: \"qkv\" }", 17},
+      {"noproc_kill", "fault { kind: KILL rank: 6 phase: \"unshard\" }", 15},
+      {"noproc_stall", "fault { kind: STALL rank: 4 phase: \"o_proj\" }\ncontrol { stall_timeout_s: 2 }", 16},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = RunNkisim(c.name, SmallConfig(c.extra));
+    EXPECT_EQ(r.exit_code, c.code) << c.name << "\n" << r.output;
+    EXPECT_LT(r.seconds, 10) << c.name;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(ProcessesMatching(TempPath(std::string(c.name) + ".textproto")), 0)
+        << c.name << ": processes of the job remain";
+  }
+}
