@@ -15,20 +15,22 @@ namespace nkisim::kernels {
 namespace {
 
 constexpr int64_t kRows = 128;        // query rows per tile (the partitions)
-constexpr int64_t kKeys = 512;        // keys per block (one PSUM bank of fp32)
+constexpr int64_t kBank = 512;        // keys per QK^T matmul (one PSUM bank of fp32)
+constexpr int64_t kKeys = 1024;       // keys per block (two PSUM banks of fp32)
 constexpr int64_t kChunk = 128;       // keys per PV contraction (the partitions)
 constexpr int64_t kMaxHeads = 4;      // query heads per item: 4 x 128 = the PV moving width
 constexpr float kMaskValue = -30000;  // added to masked scores (fits fp16 and bf16)
 constexpr int kKvSlots = 3;           // K^T / V of three (b, g) groups in SBUF
-constexpr int kItemSlots = 8;         // Q^T and softmax statistics of eight items
-constexpr int64_t kLagB = 2;          // the softmax stage runs this many units behind QK^T
-constexpr int64_t kLagC = 6;          // the transpose / PV stage runs this many units behind
-constexpr int kScoreSlots = kLagB + 2;  // PSUM banks of scores
-constexpr int kOutSlots = 3;          // PSUM banks of O^T accumulators
+constexpr int kItemSlots = 12;        // Q^T and softmax statistics of twelve items (> kLagC +
+                                      // kFinalDelay one-unit items in flight)
+constexpr int64_t kLagB = 1;          // the softmax stage runs this many units behind QK^T
+constexpr int64_t kLagC = 8;          // the transpose / PV stage runs this many units behind
+constexpr int kScoreSlots = kLagB + 2;  // score tiles (two PSUM banks each)
+constexpr int kOutSlots = 2;          // PSUM banks of O^T accumulators
 constexpr int kUnitSlots = kLagC - kLagB + 2;  // exp output and per-unit columns
 constexpr int kBlockSlots = 2;        // P^T and alpha rows per block
 constexpr int kFinalSlots = 2;        // 1/l rows and the output staging
-constexpr int kFinalDelay = 2;        // pipeline steps between an item's last PV and its epilogue
+constexpr int kFinalDelay = 3;        // pipeline steps between an item's last PV and its epilogue
 
 [[noreturn]] void Fail(const std::string& what) {
   Raise(ErrorCode::kInvalidArgument, StrCat("attention_cte: ", what));
@@ -177,7 +179,7 @@ class CteProgram {
     LoadGroup(0);
   }
 
-  // K^T (scaled by 1/sqrt(d)) and V of group gi into slot gi % kKvSlots, in 128-key DMAs.
+  // K^T and V of group gi (unscaled: 1/sqrt(d) is applied by the exp's scale) into slot gi % kKvSlots, in 128-key DMAs.
   void LoadGroup(int64_t gi) {
     if (group_loaded_[gi]) return;
     group_loaded_[gi] = true;
@@ -198,8 +200,6 @@ class CteProgram {
         const int64_t kw = std::min(kChunk, seq_ - c0);
         nisa::dma_copy(kt.slice(1, c0, c0 + kw), ksrc.slice(0, c0, c0 + kw).permute({1, 0}));
       }
-      const Tile block = kt.slice(1, k0, k0 + w);
-      nisa::tensor_scalar(block, block, {.op0 = nisa::AluOp::kMultiply, .operand0 = scale_});
       for (int64_t c0 = k0; c0 < k0 + w; c0 += kChunk) {
         const int64_t kw = std::min(kChunk, seq_ - c0);
         nisa::dma_copy(v.slice(0, 0, kw).select(1, c0 / kChunk), vsrc.slice(0, c0, c0 + kw));
@@ -268,7 +268,11 @@ class CteProgram {
     const int64_t w = BlockWidth(it, u.j), k0 = u.j * kKeys;
     const Tile s = s_[t % kScoreSlots].slice(0, 0, it.rows).slice(1, 0, w);
     const Tile q = qt_[u.item % kItemSlots].select(1, u.hh).slice(1, 0, it.rows);
-    nisa::nc_matmul(s, q, kt_[it.group % kv_slots_].slice(1, k0, k0 + w));
+    for (int64_t b0 = 0; b0 < w; b0 += kBank) {
+      const int64_t bw = std::min(kBank, w - b0);
+      nisa::nc_matmul(s.slice(1, b0, b0 + bw), q,
+                      kt_[it.group % kv_slots_].slice(1, k0 + b0, k0 + b0 + bw));
+    }
     if (u.j == it.blocks - 1) {
       nisa::nc_matmul(s.slice(1, w - it.rows, w), ident_.slice(0, 0, it.rows).slice(1, 0, it.rows),
                       mask_.slice(0, 0, it.rows).slice(1, 0, it.rows), {.accumulate = true});
@@ -285,10 +289,13 @@ class CteProgram {
     int& cur = cur_[u.item % kItemSlots][u.hh];
     if (u.j == 0) {
       cur = 0;
-      nisa::tensor_reduce(NegMax(it, u.item, u.hh, 0), nisa::AluOp::kMax, s, {1},
-                          {.negate = true}, Engine::kGpSimd);
+      const Tile nmb0 = nmb_[t % kUnitSlots].slice(0, 0, it.rows);
+      nisa::tensor_reduce(nmb0, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kGpSimd);
+      nisa::tensor_scalar(NegMax(it, u.item, u.hh, 0), nmb0,
+                          {.op0 = nisa::AluOp::kMultiply, .operand0 = scale_}, Engine::kGpSimd);
       nisa::activation(p, nisa::ActFn::kExp, s,
-                       {.bias = NegMax(it, u.item, u.hh, 0), .reduce_op = nisa::AluOp::kAdd,
+                       {.scale = scale_, .bias = NegMax(it, u.item, u.hh, 0),
+                        .reduce_op = nisa::AluOp::kAdd,
                         .reduce_res = Sum(it, u.item, u.hh)});
       return;
     }
@@ -298,14 +305,15 @@ class CteProgram {
     const Tile old_nm = NegMax(it, u.item, u.hh, cur), new_nm = NegMax(it, u.item, u.hh, 1 - cur);
     cur = 1 - cur;
     nisa::tensor_reduce(nmb, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kGpSimd);
-    nisa::tensor_tensor(new_nm, old_nm, nmb, nisa::AluOp::kMin, Engine::kGpSimd);
+    nisa::scalar_tensor_tensor(new_nm, nmb, nisa::AluOp::kMultiply, scale_, nisa::AluOp::kMin,
+                               old_nm, Engine::kGpSimd);
     // alpha = exp(m_old - m_new) = exp(-nm_old + nm_new).
     nisa::ActivationOptions rescale;
     rescale.scale = -1.0f;
     rescale.bias = new_nm;
     nisa::activation(alpha, nisa::ActFn::kExp, old_nm, rescale);
     nisa::activation(p, nisa::ActFn::kExp, s,
-                     {.bias = new_nm, .reduce_op = nisa::AluOp::kAdd, .reduce_res = rs});
+                     {.scale = scale_, .bias = new_nm, .reduce_op = nisa::AluOp::kAdd, .reduce_res = rs});
   }
 
   // Vector: P^T chunks of unit t into the block's P^T; alpha as rows [d, rows].

@@ -1,7 +1,7 @@
 // attention_cte: causal prefill (context-encoding) attention with grouped KV heads,
 //   out[b, h, :, s] = sum_{t <= s} softmax_t(q[h, b, s, :] . k[g, b, t, :] / sqrt(d)) v[g, b, t, :],
 //   g = h / (n_q / n_kv),
-// written on tiles as flash attention: 128 query rows x 512 keys per block, an online softmax
+// written on tiles as flash attention: 128 query rows x 1024 keys per block, an online softmax
 // (running max and sum per query row, the fp32 accumulator rescaled when the max moves), blocks
 // above the diagonal never computed, the diagonal 128 x 128 square masked (key t <= query s).
 //
@@ -14,11 +14,12 @@
 //   (fp32 at the PE's fp32 rate), softmax statistics and the accumulator in fp32.
 //
 // On tiles, per (b, KV head g, 128-row query tile i, group of up to 4 query heads of g):
-//   QK^T   PE: S [128 q, 512 k] = (Q^T [d, 128 q])^T (K^T [d, 512 k]); K is pre-scaled by
-//          1/sqrt(d) once per (b, g) as it is loaded; the diagonal square gets the mask
+//   QK^T   PE: S [128 q, 1024 k] (two PSUM banks, one 512-key matmul each) = (Q^T [d, 128 q])^T
+//          (K^T [d, k]), unscaled; the diagonal square gets the mask
 //          (0 / -30000) accumulated by one identity matmul.
-//   max    GpSimd: -max_k over the block, merged into the running -max.
-//   exp    Scalar: P = exp(S - m) in the compute dtype, with its row sum (the running sum is
+//   max    GpSimd: -max_k over the block, times 1/sqrt(d), merged into the running -max
+//          (statistics in scaled units: no Vector pass scales K, which used to stall the pipeline).
+//   exp    Scalar: P = exp(S / sqrt(d) - m) (activation scale + bias) in the compute dtype, with its row sum (the running sum is
 //          rescaled by alpha = exp(m_old - m_new) on later blocks).
 //   P^T    Vector: 128 x 128 transposes into [128 k, chunk, heads, 128 q].
 //   PV     PE: O^T [d, heads x 128 q] (PSUM, fp32) += (V [128 k, d])^T P^T, so the moving operand
