@@ -24,10 +24,15 @@ constexpr float kNoMax = 3.0e38f;
 constexpr int64_t kSlotsPerQueue = 2;
 // Smallest DMA of the start-up ramp.
 constexpr int64_t kRampPieceBytes = 16 * 1024;
-// Largest KV DMA: 96 KiB holds a queue 4.2 us and 16 such queues still outrun the HBM port
-// (16 x 96 KiB / 4.2 us = 375 GB/s > 362.5), while a whole 128 KiB chunk arrives 5.4 us after
-// its issue, which the small-batch streams (a few MB) cannot hide.
+// Largest KV DMA (but in the middle of a long stream): 96 KiB holds a queue 4.2 us and
+// 16 such queues still outrun the HBM port (16 x 96 KiB / 4.2 us = 375 GB/s > 362.5), while a
+// whole 128 KiB chunk arrives 5.4 us after its issue, which the small-batch streams (a few MB)
+// cannot hide.
 constexpr int64_t kMaxPieceBytes = 96 * 1024;
+// A stream of at least this many bytes per core is cut into fewer, larger DMAs but for its first
+// and last kStreamEdgeBytes (see the ramp).
+constexpr int64_t kLongStreamBytes = 6 * 1024 * 1024;
+constexpr int64_t kStreamEdgeBytes = 1024 * 1024;
 // PE work (ns) the score matmuls should run ahead of the softmax that consumes them.
 constexpr double kLookaheadNs = 2500.0;
 
@@ -222,10 +227,16 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     return out_chunks;
   };
 
+  // P @ V in the V-stationary form when it has fewer moving columns: V [128 tokens, c * d]
+  // stationary, P^T [128 tokens, c * G] moving, so a matmul costs max(c * G, pe_min_cycles)
+  // instead of max(c * d, pe_min_cycles) cycles (G = 8, d = 128: 124 instead of 188 with the
+  // access overhead). The step's result is transposed, [c * d, rows * G]; one Vector transpose
+  // per step (from PSUM) brings it back to the accumulator's [rows * G, c * d].
+  const bool v_stationary = MatmulNs(prof, c * g, vdt) < MatmulNs(prof, cd, vdt);
   // Lookahead: the score matmuls of step k + L run on the PE with P @ V of step k.
   const double step_pe_ns =
       group_packs(0) * (MatmulNs(prof, plan.block, kdt) +
-                        (plan.block / np) * MatmulNs(prof, cd, vdt)) +
+                        (plan.block / np) * MatmulNs(prof, v_stationary ? c * g : cd, vdt)) +
       (plan.block / np) * MatmulNs(prof, r * g, vdt);
   const int64_t look =
       std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kLookaheadNs / step_pe_ns)), 1, 3);
@@ -283,11 +294,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const std::vector<Tile> peer = lnc == 2 ? sbuf_ring("peer_partial", 2, {np, cd + 2}, f32)
                                           : std::vector<Tile>{};
   const std::vector<Tile> out_t = sbuf_ring("out", 2, {np, cd}, odt);
-  std::vector<Tile> s_ps, p_sb, mx, nb, alpha, rs, pt_ps, pt_sb, pv_ps;
+  std::vector<Tile> s_ps, p_sb, mx, nb, alpha, rs, pt_ps, pt_sb, pv_ps, pv_sb;
   if (n_steps > 0) {
     s_ps = psum_ring("scores", look + 1, {np, plan.block}, f32);
     pt_ps = psum_ring("p_t_psum", 2, {np, nj_max * np}, vdt);
-    pv_ps = psum_ring("pv", 2, {np, cd}, f32);
+    pv_ps = psum_ring("pv", 2, {np, v_stationary ? r * g : cd}, f32);
+    if (v_stationary) pv_sb = sbuf_ring("pv_t", 2, {np, cd}, f32);
     p_sb = sbuf_ring("p", look + 1, {np, plan.block}, vdt);
     pt_sb = sbuf_ring("p_t", 2, {np, nj_max * np}, vdt);
     mx = sbuf_ring("block_max", ring, {np, 1}, f32);
@@ -339,7 +351,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       if (piece_bytes >= bytes || chunk.size() != 1) continue;
       const Piece whole = chunk[0];
       const int64_t rows = whole.view.dim(0);
-      const int64_t n = std::min<int64_t>(rows, (bytes + piece_bytes - 1) / piece_bytes);
+      // The middle of a long stream rounds the piece count down (pieces of at least piece_bytes,
+      // so a 128 KiB chunk is one DMA): 16 queues of 64 KiB DMAs move only 350 GB/s (600 ns fixed
+      // per DMA), below the 362.5 GB/s port. Its first and last MiB keep the smaller pieces, so
+      // the first blocks arrive early and the last ones trail the port by less.
+      const bool middle = total >= kLongStreamBytes && streamed >= kStreamEdgeBytes &&
+                          total - streamed >= kStreamEdgeBytes;
+      const int64_t n = std::min<int64_t>(rows, middle ? std::max<int64_t>(1, bytes / piece_bytes)
+                                                       : (bytes + piece_bytes - 1) / piece_bytes);
       chunk.clear();
       for (int64_t i = 0; i < n; ++i) {
         const int64_t r0 = rows * i / n, r1 = rows * (i + 1) / n;
@@ -421,7 +440,8 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const int64_t pp = group_rows(st.group) * g;
     const int64_t b0 = st.group * r + pack * c, cc = std::min(c, bl - b0);
     const int64_t nfull = st.w / np, rem = st.w % np, p0 = pack * c * g;
-    const Tile dst = at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
+    const Tile dst = v_stationary ? at(pv_ps, k).slice(0, 0, cc * d).slice(1, p0, p0 + cc * g)
+                                  : at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
     const Tile& pt = at(pt_sb, k);
     int64_t j = 0;
     for (int64_t ch = 0; ch < n_chunks; ++ch, ++next_chunk) {
@@ -430,8 +450,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
       const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
-        nisa::nc_matmul(dst, pt.slice(0, 0, wj).slice(1, j * pp + p0, j * pp + p0 + cc * g),
-                        v.select(1, jj), {.accumulate = j > 0});
+        const Tile p_t = pt.slice(0, 0, wj).slice(1, j * pp + p0, j * pp + p0 + cc * g);
+        if (v_stationary) {
+          nisa::nc_matmul(dst, v.select(1, jj), p_t, {.accumulate = j > 0});
+        } else {
+          nisa::nc_matmul(dst, p_t, v.select(1, jj), {.accumulate = j > 0});
+        }
       }
       stream.Release();
     }
@@ -442,7 +466,18 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Step& st = steps[static_cast<size_t>(k)];
     const int64_t pp = group_rows(st.group) * g;
     const Tile acc = at(gstate, st.group).slice(0, 0, pp).slice(1, 0, cd);
-    const Tile pvt = at(pv_ps, k).slice(0, 0, pp).slice(1, 0, cd);
+    Tile pvt;
+    if (!v_stationary) {
+      pvt = at(pv_ps, k).slice(0, 0, pp).slice(1, 0, cd);
+    } else {
+      const Tile src = at(pv_ps, k).slice(0, 0, cd).slice(1, 0, pp);
+      if (st.first) {
+        nisa::nc_transpose(acc, src, Engine::kVector);
+        return;
+      }
+      pvt = at(pv_sb, k).slice(0, 0, pp);
+      nisa::nc_transpose(pvt, src, Engine::kVector);
+    }
     if (st.first) {
       nisa::tensor_copy(acc, pvt, Engine::kGpSimd);
     } else {

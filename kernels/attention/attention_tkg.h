@@ -16,10 +16,17 @@
 //     on the partitions of one PSUM bank, so every softmax instruction covers the whole group.
 //   * Online softmax per group in fp32: running max (kept as nb = -max / sqrt(d)), running sum,
 //     and an accumulator rescaled by exp(old max - new max) each block; P = exp(s / sqrt(d) + nb)
-//     in the V dtype, transposed on the PE 128 tokens at a time, then P^T (stationary) @ V block.
+//     in the V dtype, transposed on the PE 128 tokens at a time, then P @ V per 128 tokens. When
+//     c * G < c * d (and c * d > 64), in the V-stationary form: the V block [128, c * d]
+//     stationary, P^T [128, c * G] moving (a matmul costs max(c * G, 64) instead of max(c * d, 64)
+//     cycles), giving the block's output transposed, [c * d, rows * G], which one Vector transpose
+//     from PSUM per block brings back to the accumulator's [rows * G, c * d]; otherwise P^T
+//     stationary, V moving.
 //   * The K / V blocks stream from HBM through a ring of SBUF slots over the DMA queues in the
 //     order the PE consumes them, cut into DMAs of at most 96 KiB (smaller at the start and for
-//     short streams, so every queue carries its share and the first blocks arrive early) (the scores of block k + L interleaved with P @ V of block k), so
+//     short streams, so every queue carries its share and the first blocks arrive early; past its
+//     first MiB a stream of 6 MiB or more rounds the piece count down instead, so a 128 KiB chunk
+//     is one DMA and the 16 queues outrun the HBM port, but for its last MiB) (the scores of block k + L interleaved with P @ V of block k), so
 //     the PE and the other engines trail the HBM stream.
 //   * LNC = 2 splits the tokens evenly between the two cores (core 0 the first ceil(T/2)), so
 //     each core's HBM port moves half of the cache. Each core keeps its partial (max, sum, unnormalised output) per group; the partials

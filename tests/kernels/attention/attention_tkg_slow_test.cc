@@ -2,6 +2,8 @@
 // roofline cases (within 1.25x of the HBM bound). Label slow: the fp64 goldens take seconds.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "kernels/reference/attention_ref.h"
 #include "tests/kernels/attention/attention_tkg_test_util.h"
 
@@ -36,25 +38,39 @@ INSTANTIATE_TEST_SUITE_P(
 
 class TkgRooflineTest : public ::testing::TestWithParam<TkgCase> {};
 
-TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {
-  ExpectTkgWithinRoofline(GetParam(), 1.25, /*check_golden=*/GetParam().t <= 8192);
+// Within the 1.25x target; the guards are what the kernel achieves, with a little margin (the
+// middle of each stream moves whole 128 KiB chunks, so the HBM port runs at its full rate).
+double Bl32Limit(const std::string& name) {
+  if (name == "t1024_g8_b32_d128_lnc1") return 1.06;  // 1.04x
+  if (name == "t8192_g8_b32_d64_lnc2") return 1.07;   // 1.06x
+  return 1.03;                                         // 1.00 - 1.02x
 }
 
-// Two Bl = 32 cases at LNC 2 with ~23 us of HBM per core stay above 1.25x because the PE is
-// nearly as busy as the HBM port and cannot absorb the pipeline fill (the first block's K before
-// any P @ V) and drain (the last P @ V, the 600 ns exchange, the merge and the 600 ns store):
-//  * G = 8, T = 1024 (1.29x): per 128 tokens of a row the PE spends 143 cycles on the scores,
-//    31 on the transpose and 188 on P @ V (N = d = 128 plus 60 cycles of access overhead) -
-//    83% of the row's 181 ns of HBM time; P @ V in the V-stationary form (N = G) would free ~25%;
-//  * G = 1, T = 1025 (the TP-only layout, 1.36x): one row per matmul with a single stationary
-//    column, so every K block and every 128-token P @ V is a full matmul for one head: the PE
-//    work is ~0.8x the HBM time.
+TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {
+  ExpectTkgWithinRoofline(GetParam(), Bl32Limit(GetParam().name),
+                          /*check_golden=*/GetParam().t <= 8192);
+}
+
+// Two Bl = 32 cases at LNC 2 with ~23 us of HBM per core: the last KV byte lands ~1.2 us after
+// the bound (the first DMA's 600 ns fixed cost and the start-up ramp), then the drain (the last
+// P @ V, the 600 ns exchange, the merge and the 600 ns store) adds ~2.9 us:
+//  * G = 8, T = 1024 (1.17x, within the 1.25x target since P @ V runs V-stationary and the middle
+//    of the stream moves whole 128 KiB chunks): per 128 tokens of a row the PE spends 143 cycles
+//    on the scores, 12 on the transpose and 124 on P @ V (N = G = 8 padded to 64, plus 60 cycles
+//    of access overhead; 188 with V moving) - 64% of the row's 181 ns of HBM time, so the PE
+//    trails the stream and the gap is the fill and the drain;
+//  * G = 1, T = 1025 (the TP-only layout, 1.31x): the DMA queues, not the PE, are the limit.
+//    Core 0's 513 tokens are blocks of 384 + 129, so each of the 32 rows streams as 4+ DMAs
+//    (one of them a 1-token V row of 256 bytes), and with the start-up ramp's small pieces core 0
+//    issues ~190 DMAs, each holding its queue 600 ns before any byte: the queues are ~88% busy and
+//    the last KV byte lands ~4.8 us after the bound. The PE (one row per matmul with a single
+//    stationary column; P @ V V-stationary at 124 cycles per 128 tokens) is ~0.7x the HBM time.
 TEST(TkgRooflineGapTest, T1024Lnc2) {
-  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.30,
+  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.19,
                           /*check_golden=*/true);
 }
 TEST(TkgRooflineGapTest, T1025G1Lnc2) {
-  ExpectTkgWithinRoofline(TkgCase{"t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.37,
+  ExpectTkgWithinRoofline(TkgCase{"t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.32,
                           /*check_golden=*/true);
 }
 

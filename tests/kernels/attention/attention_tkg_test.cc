@@ -125,20 +125,21 @@ TEST(TkgStructureTest, ReadsTheCacheOnce) {
 // the last block's softmax (~0.9 us of Vector + Scalar for 512 tokens) and P @ V after the last
 // byte, at LNC 2 the partial exchange (core_link_latency_ns, 600 ns) and the merge (~0.75 us of
 // dependent [rows * G, 1] ops), and the output store's dma_fixed_ns (600 ns). At Bl 4 - 8 the PE
-// is also 70 - 85% busy over the HBM time (each G = 8 matmul pays 60 cycles of access overhead on
-// 64 - 128 cycles of work), so it cannot absorb the fill. T 1025 at Bl 4, G 8, LNC 2 (the default
-// job's attention per rank, 1 MB per core, bound 2.9 us) has ~3 us of such fixed latency alone.
-// The guards are what the kernel achieves, with a little margin.
+// is also ~60% busy over the HBM time even with P @ V in the V-stationary form (each G = 8 matmul
+// pays 60 cycles of access overhead on 64 - 512 cycles of work), so it cannot absorb the fill.
+// T 1025 at Bl 4, G 8, LNC 2 (the default job's attention per rank, 1 MB per core, bound 2.9 us)
+// has ~3 us of such fixed latency alone. The guards are what the kernel achieves (2.67x, 1.16x,
+// 1.44x, 1.43x, 1.20x), with a little margin.
 TEST(TkgPerformanceTest, SmallBatchNoRegression) {
   struct Guard {
     TkgCase c;
     double limit;
   };
-  for (const Guard& g : {Guard{{"perf_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 2.85},
-                         Guard{{"perf_t4096_g8_b4_d128_lnc1", 4096, 8, 4, 128, 1, kBf16}, 1.25},
-                         Guard{{"perf_t4096_g8_b4_d128_lnc2", 4096, 8, 4, 128, 2, kBf16}, 1.55},
-                         Guard{{"perf_t2048_g8_b8_d128_lnc2", 2048, 8, 8, 128, 2, kBf16}, 1.55},
-                         Guard{{"perf_t4096_g8_b8_d64_lnc1", 4096, 8, 8, 64, 1, kBf16}, 1.25}}) {
+  for (const Guard& g : {Guard{{"perf_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 2.70},
+                         Guard{{"perf_t4096_g8_b4_d128_lnc1", 4096, 8, 4, 128, 1, kBf16}, 1.18},
+                         Guard{{"perf_t4096_g8_b4_d128_lnc2", 4096, 8, 4, 128, 2, kBf16}, 1.46},
+                         Guard{{"perf_t2048_g8_b8_d128_lnc2", 2048, 8, 8, 128, 2, kBf16}, 1.45},
+                         Guard{{"perf_t4096_g8_b8_d64_lnc1", 4096, 8, 8, 64, 1, kBf16}, 1.21}}) {
     ExpectTkgWithinRoofline(g.c, g.limit, /*check_golden=*/false);
   }
 }
