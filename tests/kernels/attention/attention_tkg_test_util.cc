@@ -35,18 +35,6 @@ reference::Tolerance TkgTolerance(DType dtype) {
                                   : reference::Tolerance{1e-5, 2e-2};
 }
 
-::testing::AssertionResult WithinTolerance(const std::vector<float>& actual,
-                                           const std::vector<double>& expected,
-                                           const reference::Tolerance& tolerance,
-                                           const std::string& label) {
-  const reference::Comparison c = reference::Compare(actual, expected, tolerance);
-  const std::string line = label + ": " + c.ToString();
-  std::cout << line << "\n";
-  ::testing::Test::RecordProperty(label, c.ToString());
-  if (c.pass()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << line;
-}
-
 double TkgRooflineNs(const AttentionTkgParams& p, int lnc) {
   const HardwareProfile& prof = Trn2Profile();
   const double bytes = static_cast<double>(p.q.size_bytes()) * 2 +  // q in, out (q's shape)

@@ -16,7 +16,11 @@
 #include "runtime/dtype.h"
 #include "runtime/logical_core.h"
 
+#include "tests/testing/tolerance.h"
+
 namespace nkisim::kernels::testing {
+
+using nkisim::testing::WithinTolerance;
 
 struct TkgCase {
   std::string name;
@@ -40,11 +44,6 @@ TkgRun RunTkg(const AttentionTkgParams& params, int lnc);
 // bf16 (and other 16-bit) atol 1e-5, rtol 2e-2; fp32 atol 1e-5, rtol 1e-4.
 reference::Tolerance TkgTolerance(DType dtype);
 
-// Compares actual with expected; prints and records "<label>: <comparison>".
-::testing::AssertionResult WithinTolerance(const std::vector<float>& actual,
-                                           const std::vector<double>& expected,
-                                           const reference::Tolerance& tolerance,
-                                           const std::string& label);
 
 // The roofline of a run on `lnc` cores: every input and the output crossing HBM once at the
 // cores' HBM share (K and V dominate), or the matmul flops at the cores' bf16 PE peak.

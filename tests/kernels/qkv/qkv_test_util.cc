@@ -39,18 +39,6 @@ void ExpectWithinRoofline(const QkvParams& params, int lnc, double ratio_limit,
   EXPECT_LT(ratio, ratio_limit) << label;
 }
 
-::testing::AssertionResult WithinTolerance(const std::vector<float>& actual,
-                                           const std::vector<float>& expected,
-                                           const reference::Tolerance& tolerance,
-                                           const std::string& label) {
-  const reference::Comparison c = reference::Compare(actual, expected, tolerance);
-  const std::string line = label + ": " + c.ToString();
-  std::cout << line << "\n";
-  ::testing::Test::RecordProperty(label, c.ToString());
-  if (c.pass()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << line;
-}
-
 ::testing::AssertionResult MatchesGolden(const QkvParams& params, const QkvResult& result,
                                          const std::string& label) {
   const reference::QkvGolden golden = reference::QkvReference(params);

@@ -13,7 +13,11 @@
 #include "kernels/qkv/qkv_case.h"
 #include "kernels/reference/compare.h"
 
+#include "tests/testing/tolerance.h"
+
 namespace nkisim::kernels::testing {
+
+using nkisim::testing::WithinTolerance;
 
 // A named case of a reference grid: the LNC it runs with, the case, the variant the dispatcher
 // must choose.
@@ -43,11 +47,6 @@ double RooflineNs(const QkvParams& params, const QkvResult& result, int lnc);
 void ExpectWithinRoofline(const QkvParams& params, int lnc, double ratio_limit,
                           const std::string& label);
 
-// Compares actual with expected under tolerance; prints and records "<label>: <comparison>".
-::testing::AssertionResult WithinTolerance(const std::vector<float>& actual,
-                                           const std::vector<float>& expected,
-                                           const reference::Tolerance& tolerance,
-                                           const std::string& label);
 
 // Checks the output (and fused_hidden when present) against the golden with the tolerance of
 // the variant that ran.
