@@ -259,6 +259,7 @@ void FromFloat(DType dtype, float v, void* e) {
 }
 
 void ToFloat(DType dtype, const void* src, float* dst, size_t n) {
+  if (n == 0) return;  // empty tensors may have null data; memcpy of null is undefined
   if (dtype == DType::kFloat32) {
     std::memcpy(dst, src, n * sizeof(float));
   } else if (dtype == DType::kBFloat16) {
@@ -272,6 +273,7 @@ void ToFloat(DType dtype, const void* src, float* dst, size_t n) {
 }
 
 void FromFloat(DType dtype, const float* src, void* dst, size_t n) {
+  if (n == 0) return;
   if (dtype == DType::kFloat32) {
     std::memcpy(dst, src, n * sizeof(float));
   } else if (dtype == DType::kBFloat16) {

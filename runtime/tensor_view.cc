@@ -59,8 +59,16 @@ TensorView TensorView::Create(const Shape& shape, DType dtype, const std::string
             StrCat("tensor '", name, "': shape ", ShapeString(shape), " has a negative dim"));
     }
   }
-  size_t bytes = static_cast<size_t>(NumElements(shape)) * SizeOf(dtype);
-  return TensorView(std::make_shared<HbmBuffer>(bytes, name), dtype, shape,
+  // The byte count, checked: a shape whose size overflows is refused, not wrapped.
+  uint64_t bytes = SizeOf(dtype);
+  for (int64_t d : shape) {
+    if (d != 0 && bytes > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) {
+      Raise(ErrorCode::kOutOfResources, StrCat("tensor '", name, "': shape ", ShapeString(shape),
+                                               " holds more than 2^62 bytes"));
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return TensorView(std::make_shared<HbmBuffer>(static_cast<size_t>(bytes), name), dtype, shape,
                     ContiguousStrides(shape), 0);
 }
 
