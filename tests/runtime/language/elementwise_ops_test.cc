@@ -269,9 +269,15 @@ TEST_F(NlTest, BitwiseOpsOnIntegersAndTheirDtypeGate) {
       {bitwise_and, [](int32_t p, int32_t q) { return p & q; }},
       {bitwise_or, [](int32_t p, int32_t q) { return p | q; }},
       {bitwise_xor, [](int32_t p, int32_t q) { return p ^ q; }},
-      {left_shift, [](int32_t p, int32_t q) { return p * (1 << q); }},
+      // Shift amounts are taken modulo 32, as the ALU does (b holds 255); left shifts wrap.
+      {left_shift,
+       [](int32_t p, int32_t q) {
+         return static_cast<int32_t>(static_cast<uint32_t>(p) * (uint32_t{1} << (q & 31)));
+       }},
       {right_shift,
-       [](int32_t p, int32_t q) { return static_cast<int32_t>(std::floor(p / std::pow(2.0, q))); }},
+       [](int32_t p, int32_t q) {
+         return static_cast<int32_t>(std::floor(p / std::pow(2.0, q & 31)));
+       }},
   };
   for (const auto& [fn, golden] : cases) {
     const std::vector<float> got = fn(x, y).ToFloats();
