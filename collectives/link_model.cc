@@ -31,7 +31,7 @@ Route RouteBetween(const GroupPlacement& g, int from_chip, int to_chip) {
   const int base = from_chip / cpi * cpi;
   int x = from_chip % cpi % g.torus_x, y = from_chip % cpi / g.torus_x;
   const int tx = to_chip % cpi % g.torus_x, ty = to_chip % cpi / g.torus_x;
-  auto walk = [&](int& pos, int target, int size, Port plus, Port minus, bool is_x) {
+  auto walk = [&](int& pos, int target, int size, Port plus, Port minus) {
     const int ahead = ((target - pos) % size + size) % size;
     const bool forward = ahead <= size - ahead;
     const int steps = forward ? ahead : size - ahead;
@@ -39,12 +39,11 @@ Route RouteBetween(const GroupPlacement& g, int from_chip, int to_chip) {
       const int chip = base + y * g.torus_x + x;
       r.links.push_back(chip * kPorts + (forward ? plus : minus));
       pos = ((pos + (forward ? 1 : -1)) % size + size) % size;
-      (void)is_x;
       ++r.hops;
     }
   };
-  walk(x, tx, g.torus_x, kPlusX, kMinusX, true);
-  walk(y, ty, g.torus_y, kPlusY, kMinusY, false);
+  walk(x, tx, g.torus_x, kPlusX, kMinusX);
+  walk(y, ty, g.torus_y, kPlusY, kMinusY);
   return r;
 }
 

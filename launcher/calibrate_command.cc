@@ -1,16 +1,11 @@
 #include "launcher/calibrate_command.h"
 
 #include <google/protobuf/util/message_differencer.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +15,7 @@
 #include "collectives/link_model.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
+#include "runtime/output_file.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -36,73 +32,6 @@ std::string Joined(const std::vector<std::string>& parts) {
   for (const std::string& p : parts) s += (s.empty() ? "" : " ") + p;
   return s;
 }
-
-// The output file's temp sibling, created before any fitting (so an unwritable --out fails
-// first) and removed unless committed.
-class TempOutput {
- public:
-  explicit TempOutput(const std::string& out) : out_(out) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::is_directory(out, ec)) {
-      Raise(ErrorCode::kInvalidArgument, StrCat("calibrate: --out ", out, " is a directory"));
-    }
-    const fs::path parent = fs::path(out).parent_path();
-    const std::string dir = parent.empty() ? "." : parent.string();
-    if (!fs::is_directory(dir, ec)) {
-      Raise(ErrorCode::kInvalidArgument,
-            StrCat("calibrate: --out ", out, ": directory ", dir, " does not exist"));
-    }
-    if (access(dir.c_str(), W_OK) != 0) {
-      Raise(ErrorCode::kInvalidArgument, StrCat("calibrate: --out ", out, ": directory ", dir,
-                                                " is not writable: ", std::strerror(errno)));
-    }
-    std::string pattern = out + ".tmp-XXXXXX";
-    fd_ = mkstemp(pattern.data());
-    if (fd_ < 0) {
-      Raise(ErrorCode::kInvalidArgument, StrCat("calibrate: --out ", out, ": cannot create ",
-                                                pattern, ": ", std::strerror(errno)));
-    }
-    path_ = pattern;
-  }
-  ~TempOutput() {
-    if (fd_ >= 0) close(fd_);
-    if (!committed_) unlink(path_.c_str());
-  }
-  TempOutput(const TempOutput&) = delete;
-  TempOutput& operator=(const TempOutput&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  void Commit(const std::string& text) {
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = write(fd_, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) Fail("cannot write");
-      done += static_cast<size_t>(n);
-    }
-    // Permissions as an ordinary new file (mkstemp makes it 0600).
-    const mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd_, 0666 & ~mask) != 0 || fsync(fd_) != 0) Fail("cannot finish");
-    const int fd = fd_;
-    fd_ = -1;
-    if (close(fd) != 0) Fail("cannot close");
-    if (std::rename(path_.c_str(), out_.c_str()) != 0) Fail(StrCat("cannot rename it to ", out_));
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void Fail(const std::string& what) {
-    Raise(ErrorCode::kInvalidArgument,
-          StrCat("calibrate: ", path_, ": ", what, ": ", std::strerror(errno)));
-  }
-
-  std::string out_, path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 std::string Percent(double fraction) { return StrCat(std::round(fraction * 1000) / 10, "%"); }
 
@@ -148,7 +77,7 @@ bool SameCollectiveParams(const HardwareProfile& a, const HardwareProfile& b) {
 }
 
 void RunCalibrate(const Options& o) {
-  TempOutput output(o.out);  // before anything slow: an unwritable --out fails first
+  CheckWritable(o.out, "calibrate: --out");  // before anything slow: an unwritable --out fails first
   const HardwareProfile base =
       o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
   const collectives::NccomTestLog log = collectives::LoadNccomTestLogs(o.logs);
@@ -213,7 +142,7 @@ void RunCalibrate(const Options& o) {
     Raise(ErrorCode::kInternal, StrCat("calibrate: the text written for ", o.out,
                                        " does not load back as the calibrated profile"));
   }
-  output.Commit(text);
+  WriteFileAtomically(o.out, text, "calibrate: --out");
   std::printf("wrote %s\n", o.out.c_str());
 }
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +22,7 @@
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
+#include "runtime/output_file.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -94,13 +94,7 @@ void CheckSweep(const Options& o, int world, int64_t min_bytes, int64_t max_byte
     Raise(ErrorCode::kInvalidArgument, StrCat("collective: -f ", o.factor, " must be >= 2 and -e (",
                                               max_bytes, ") >= -b (", min_bytes, ")"));
   }
-  if (!o.json_path.empty()) {
-    std::ofstream probe(o.json_path, std::ios::app);
-    if (!probe) {
-      Raise(ErrorCode::kInvalidArgument,
-            StrCat("collective: --json ", o.json_path, ": cannot be written"));
-    }
-  }
+  if (!o.json_path.empty()) CheckWritable(o.json_path, "collective: --json");
 }
 
 // Data exactly representable in every dtype and different on every rank and element.
@@ -394,7 +388,7 @@ int RunSweep(const Options& o) {
                            {"wrong", r.wrong},
                            {"mpi_us", r.mpi_us}});
     }
-    std::ofstream(o.json_path) << j.dump(2) << "\n";
+    WriteFileAtomically(o.json_path, j.dump(2) + "\n", "collective: --json");
   }
   if (rank == 0) {
     std::printf("# %s: %lld wrong element(s) in all\n", total_wrong ? "FAIL" : "PASS",
@@ -460,10 +454,9 @@ int RunModelOnly(const Options& o) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   std::printf("# priced %zu sizes in %.1f ms of host time\n", rows.size(), ms);
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    out << nlohmann::json{{"op", op.name}, {"ranks", o.ranks}, {"group_size", g}, {"lnc", o.lnc},
-                          {"profile", profile.name()}, {"rows", rows}}.dump(2) << "\n";
-    if (!out) Raise(ErrorCode::kInvalidArgument, StrCat("collective: --json ", o.json_path, ": cannot write"));
+    const nlohmann::json j = {{"op", op.name},   {"ranks", o.ranks},          {"group_size", g},
+                              {"lnc", o.lnc},    {"profile", profile.name()}, {"rows", rows}};
+    WriteFileAtomically(o.json_path, j.dump(2) + "\n", "collective: --json");
   }
   return 0;
 }

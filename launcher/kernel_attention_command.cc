@@ -64,9 +64,10 @@ int RunKernelAttention(const AttentionOptions& options) {
   const DType dtype = ParseDType(o.dtype);
   const bool tkg = o.variant == "tkg";
   // The inputs of one case are bounded by what the machine can hold, checked before allocating.
-  const double elements =
-      tkg ? static_cast<double>(o.g * o.b * o.d + 2 * o.b * o.d * o.t + o.g * o.b * o.d)
-          : static_cast<double>(o.b * o.s * o.d) * static_cast<double>(2 * o.nq + 2 * o.nkv);
+  // In doubles: the flags are not range-checked yet, and their products may not fit an int64.
+  const auto f = [](int64_t v) { return static_cast<double>(v); };
+  const double elements = tkg ? f(o.g) * f(o.b) * f(o.d) * 2 + 2 * f(o.b) * f(o.d) * f(o.t)
+                              : f(o.b) * f(o.s) * f(o.d) * (2 * f(o.nq) + 2 * f(o.nkv));
   CheckKernelFlags("kernel attention",
                    {{"--b", o.b}, {"--g", o.g}, {"--t", o.t}, {"--d", o.d}, {"--s", o.s},
                     {"--nq", o.nq}, {"--nkv", o.nkv}},

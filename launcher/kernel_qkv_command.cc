@@ -136,7 +136,8 @@ int RunKernelQkv(const KernelQkvOptions& o) {
   const auto host_start = std::chrono::steady_clock::now();
   {
     const double rows = static_cast<double>(o.b) * static_cast<double>(o.s);
-    const double cols = static_cast<double>(o.n_q + 2 * o.n_kv) * static_cast<double>(o.d);
+    const double cols = (static_cast<double>(o.n_q) + 2 * static_cast<double>(o.n_kv)) *
+                        static_cast<double>(o.d);
     CheckKernelFlags("kernel qkv",
                      {{"--b", o.b}, {"--s", o.s}, {"--h", o.h}, {"--nq", o.n_q},
                       {"--nkv", o.n_kv}, {"--d", o.d}},

@@ -47,6 +47,12 @@ void CheckWritable(const std::string& path, const char* what) {
   if (fs::is_directory(path, ec)) {
     Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", path, "': is a directory"));
   }
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (!fs::is_directory(dir, ec)) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(what, " '", path, "': cannot be written: directory ", dir, " does not exist"));
+  }
   const std::string probe = TempPathFor(path);
   std::ofstream out(probe);
   if (!out) {

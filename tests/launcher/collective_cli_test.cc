@@ -58,7 +58,7 @@ TEST(CollectiveCliTest, BadFlagsAreRefusedWithTheRule) {
       {"all_gather --model-only --ranks 8 -g 3", "-g 3 must be >= 1 and divide the world size 8"},
       {"all_gather --model-only --ranks 8 -n 0", "-n 0 must be >= 1"},
       {"all_gather --model-only --ranks 0", "--ranks 0 must be in [1, 16384]"},
-      {"all_gather --model-only --ranks 8 --json /nonexistent/dir/x.json", "--json /nonexistent/dir/x.json: cannot be written"},
+      {"all_gather --model-only --ranks 8 --json /nonexistent/dir/x.json", "--json '/nonexistent/dir/x.json': cannot be written"},
       {"all_gather --model-only --ranks 8 --algorithm tree", "'tree' is not one of auto, ring"},
       {"all_gather --model-only --ranks 8 --profile /nonexistent.textproto", "/nonexistent.textproto"},
   };
