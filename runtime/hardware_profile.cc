@@ -80,6 +80,12 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
                                           "' is ", f.value, "; it must be finite and >= 0"));
     }
   }
+  if (p.mesh_max_bytes_per_rank() > p.rdh_max_bytes_per_rank()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile: mesh_max_bytes_per_rank (",
+                 p.mesh_max_bytes_per_rank(), ") must not exceed rdh_max_bytes_per_rank (",
+                 p.rdh_max_bytes_per_rank(), ")"));
+  }
   if (p.torus_x() * p.torus_y() != p.chips_per_instance()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile: torus_x x torus_y (", p.torus_x(), " x ",

@@ -82,6 +82,9 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
       {"collective_dma_gbps_per_rank: inf", "'collective_dma_gbps_per_rank' is inf"},
       {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be finite and >= 0"},
       {"torus_x: 2", "torus_x x torus_y (2 x 4) must equal chips_per_instance (16)"},
+      {"mesh_max_bytes_per_rank: 1000000000", "mesh_max_bytes_per_rank (1000000000) must not exceed"},
+      {"intrachip_gbps: 0", "'intrachip_gbps' is 0"},
+      {"interinstance_latency_ns: nan", "'interinstance_latency_ns' is nan"},
       {"collective_tuning { op: 'allreduce' }", "collective_tuning[1].op: 'allreduce' is not one of"},
       {"collective_tuning { op: 'all_gather' link_gbps: 0 }", "collective_tuning[1]"},
   };
