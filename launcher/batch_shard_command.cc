@@ -55,12 +55,10 @@ Plan CheckFlags(const BatchShardCaseOptions& o) {
   } catch (const Error& e) {
     Raise(e.code(), StrCat(kWhat, ": --dtype: ", e.what()));
   }
-  for (const auto& [flag, value] :
-       {std::pair<const char*, int>{"--n", o.n}, {"--s", o.s}, {"--d", o.d}}) {
-    if (value < 1) {
-      Raise(ErrorCode::kInvalidArgument, StrCat(kWhat, ": ", flag, " ", value, " must be >= 1"));
-    }
-  }
+  // Sizes and the host bytes of one rank's input, gathered buffer and output (inputs of every
+  // member are gathered once more for the check): refused before anything is allocated.
+  const double per_rank = static_cast<double>(o.n) * o.s * o.d * std::max(o.b, 1);
+  CheckKernelFlags(kWhat, {{"--n", o.n}, {"--s", o.s}, {"--d", o.d}}, per_rank * 8 * 4);
   if (o.b < 0) {
     Raise(ErrorCode::kInvalidArgument,
           StrCat(kWhat, ": --b ", o.b, " must be >= 1 (or 0: the topology's batch)"));

@@ -164,6 +164,14 @@ TEST(BatchShardCliTest, BatchOtherThanTheTopologysIsAnInvalidArgument) {
                                   kTopology));
 }
 
+TEST(BatchShardCliTest, SizesOutOfRangeAreRefusedBeforeAllocating) {
+  for (const char* args : {"--d 100000000", "--n 0", "--s -3"}) {
+    const CommandResult r = RunBatchShard(args);
+    EXPECT_EQ(r.exit_code, 11) << args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("must be in [1, 16777216]")) << args;
+  }
+}
+
 TEST(BatchShardCliTest, InputFileOfTheWrongShapeIsABadConfigNamingTheFileAndBothShapes) {
   const std::string in = TempDir("bad_shape_in");
   auto value = [](int r, int64_t i) { return static_cast<float>(r + i % 7); };
