@@ -14,7 +14,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "run", "Run a scenario on many ranks under mpirun: live progress, checks, report, trace");
   cmd->add_option("config", o->config, "scenario file (text proto or JSON)")->required();
   cmd->add_option("--report", o->report_json, "JSON report output")->capture_default_str();
-  cmd->add_option("--trace", o->trace, "Chrome/Perfetto trace of all ranks")->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Chrome/Perfetto trace of all ranks ('': none)")->capture_default_str();
   cmd->add_option("--mpirun", o->mpirun, "mpirun program")->capture_default_str();
   cmd->add_flag("--as-rank", o->as_rank, "run as one rank of the job (set by the launcher)")
       ->group("");

@@ -9,7 +9,7 @@
 
 #include "launcher/control/server.h"
 #include "launcher/mpirun.h"
-#include "launcher/scenario_config.h"
+#include "launcher/scenarios/scenario_config.h"
 
 namespace CLI {
 class App;

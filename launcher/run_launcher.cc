@@ -18,7 +18,7 @@
 #include "launcher/mpirun.h"
 #include "launcher/run_command.h"
 #include "launcher/run_report.h"
-#include "launcher/scenario_config.h"
+#include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -213,9 +213,9 @@ std::string SelfExecutable() {
 }
 
 void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control::Server& server) {
-  std::printf("nkisim run %s: %d ranks x LNC %d, scenarios:", o.config.c_str(), sc.world_size(),
-              sc.topology.lnc);
-  for (const std::string& s : sc.spec.scenarios()) std::printf(" %s", s.c_str());
+  std::printf("nkisim run %s: %d ranks, %s, plans:", o.config.c_str(), sc.world_size(),
+              sc.spec.workload().c_str());
+  for (const ResolvedPlan& p : sc.plans) std::printf(" %s", p.name.c_str());
   std::printf("\n  control plane %s:%u; stall timeout %.1f s (start-up %.0f s)\n",
               server.host().c_str(), server.port(), sc.spec.control().stall_timeout_s(),
               sc.spec.control().startup_timeout_s());
@@ -290,9 +290,11 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
   const proto::RunReport report = BuildReport(sc, monitor.results(), wall_s);
   std::printf("\n%s", FormatReport(report).c_str());
   WriteReportJson(report, o.report_json);
-  WriteRunTrace(sc, monitor.results(), o.trace);
-  std::printf("report: %s\ntrace: %s (open in the Perfetto UI)\n", o.report_json.c_str(),
-              o.trace.c_str());
+  std::printf("report: %s\n", o.report_json.c_str());
+  if (!o.trace.empty()) {
+    WriteRunTrace(sc, monitor.results(), o.trace);
+    std::printf("trace: %s (open in the Perfetto UI)\n", o.trace.c_str());
+  }
   return report.pass() ? 0 : 1;
 }
 
@@ -301,7 +303,7 @@ int RunLauncher(const RunOptions& o) {
   const ResolvedScenario sc = LoadScenario(o.config);
   // The outputs must be writable before any rank starts, not after the whole job.
   CheckWritable(o.report_json, "--report");
-  CheckWritable(o.trace, "--trace");
+  if (!o.trace.empty()) CheckWritable(o.trace, "--trace");
   control::Server server(sc.spec.control().host(), static_cast<uint16_t>(sc.spec.control().port()));
   MpirunOptions m;
   m.mpirun = o.mpirun;

@@ -10,12 +10,12 @@
 #include <thread>
 
 #include "collectives/communicator.h"
-#include "launcher/attention_scenario.h"
 #include "launcher/control/client.h"
 #include "launcher/control/server.h"
-#include "launcher/phase_runner.h"
+#include "launcher/scenarios/phase_runner.h"
+#include "launcher/scenarios/workload.h"
 #include "launcher/run_command.h"
-#include "launcher/scenario_config.h"
+#include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {
@@ -106,16 +106,22 @@ int RunRank(const RunOptions& o) {
         collectives::CollectiveInProgress);
     proto::RankResult result;
     SharedInputs shared;
-    for (const std::string& name : sc.spec.scenarios()) {
-      LogicalCore lnc(sc.topology.lnc, sc.profile, rank);
-      collectives::RankContext ctx(MPI_COMM_WORLD, sc.topology, lnc);
-      runner = std::make_unique<PhaseRunner>(client, lnc, rank, name, sc.spec, result);
-      const ScenarioFootprint footprint =
-          RunAttentionDecode(sc, ctx, *runner, name == kAttentionDecodeTp, shared);
-      (*result.mutable_kv_cache_bytes())[name] = footprint.kv_cache_bytes;
-      (*result.mutable_weight_bytes())[name] = footprint.weight_bytes;
-      (*result.mutable_step_sim_ns())[name] = lnc.now();
-      AppendTrace(lnc, name, result);
+    const WorkloadInfo& workload = FindWorkload(sc.workload);
+    const double steps = sc.workload == Workload::kDecode ? sc.spec.steps() : 1;
+    for (const ResolvedPlan& plan : sc.plans) {
+      const auto plan_start = std::chrono::steady_clock::now();
+      LogicalCore lnc(plan.lnc, sc.profile, rank);
+      collectives::RankContext ctx(MPI_COMM_WORLD, plan.topology, lnc);
+      runner = std::make_unique<PhaseRunner>([&client](const proto::RankMessage& m) { client.Send(m); },
+                                             lnc, rank, plan.name, sc.spec, result);
+      PlanRun run{sc, plan, ctx, *runner, shared, result};
+      const ScenarioFootprint footprint = workload.run(run);
+      (*result.mutable_kv_cache_bytes())[plan.name] = footprint.kv_cache_bytes;
+      (*result.mutable_weight_bytes())[plan.name] = footprint.weight_bytes;
+      (*result.mutable_step_sim_ns())[plan.name] = lnc.now() / steps;
+      (*result.mutable_host_ms())[plan.name] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start).count();
+      AppendTrace(lnc, plan.name, result);
       runner.reset();
     }
     result.set_peak_rss_mib(PeakRssMib());

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdarg>
+#include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <fstream>
 
 #include "runtime/error.h"
@@ -36,18 +38,68 @@ std::string Line(const char* format, ...) {
 
 }  // namespace
 
+namespace {
+
+// The layer-output samples of every plan against those of the first plan.
+void CheckAgreement(const ResolvedScenario& sc, const std::map<int, proto::RankResult>& results,
+                    proto::RunReport& report) {
+  if (sc.plans.size() < 2) return;
+  using Key = std::tuple<uint32_t, uint32_t, int64_t>;  // replica, step, index
+  std::map<std::string, std::map<Key, float>> samples;
+  for (const auto& [rank, result] : results) {
+    for (const proto::LayerSample& s : result.layer_samples()) {
+      std::map<Key, float>& of_plan = samples[s.scenario()];
+      for (int i = 0; i < s.index_size() && i < s.value_size(); ++i) {
+        of_plan[{s.replica(), s.step(), s.index(i)}] = s.value(i);
+      }
+    }
+  }
+  const std::string& reference = sc.plans.front().name;
+  const std::map<Key, float>& ref = samples[reference];
+  double max_ref = 0;
+  for (const auto& [key, value] : ref) max_ref = std::max(max_ref, std::fabs(static_cast<double>(value)));
+  const proto::Tolerance tol =
+      sc.tolerance(sc.spec.sequence_parallel() ? "reduce_scatter" : "all_reduce");
+  for (size_t i = 1; i < sc.plans.size(); ++i) {
+    proto::PlanAgreement& a = *report.add_agreement();
+    a.set_plan(sc.plans[i].name);
+    a.set_reference(reference);
+    a.set_bound(tol.atol() + tol.rtol() * max_ref);
+    for (const auto& [key, value] : samples[sc.plans[i].name]) {
+      const auto found = ref.find(key);
+      if (found == ref.end()) continue;
+      a.set_compared(a.compared() + 1);
+      a.set_max_abs_diff(std::max(a.max_abs_diff(), std::fabs(static_cast<double>(value) - found->second)));
+    }
+    // Plans with no replica in common have nothing to compare; that is not a failure.
+    a.set_pass(a.max_abs_diff() <= a.bound());
+    report.set_pass(report.pass() && a.pass());
+  }
+}
+
+}  // namespace
+
 proto::RunReport BuildReport(const ResolvedScenario& scenario,
                              const std::map<int, proto::RankResult>& results, double wall_s) {
   proto::RunReport report;
   report.set_config(scenario.source);
   report.set_world_size(static_cast<uint32_t>(scenario.world_size()));
-  report.set_lnc(static_cast<uint32_t>(scenario.topology.lnc));
+  report.set_lnc(static_cast<uint32_t>(scenario.plans.front().lnc));
+  report.set_workload(scenario.spec.workload());
   report.set_wall_s(wall_s);
   report.set_pass(true);
-  for (const std::string& name : scenario.spec.scenarios()) {
+  const uint32_t steps = scenario.workload == Workload::kDecode ? scenario.spec.steps() : 1;
+  for (const ResolvedPlan& plan : scenario.plans) {
+    const std::string& name = plan.name;
     proto::ScenarioSummary& s = *report.add_scenarios();
     s.set_name(name);
     s.set_pass(true);
+    s.set_tp(static_cast<uint32_t>(plan.tp));
+    s.set_attention_dp(static_cast<uint32_t>(plan.attention_dp));
+    s.set_lnc(static_cast<uint32_t>(plan.lnc));
+    s.set_instances(static_cast<uint32_t>(plan.instances));
+    s.set_replicas(static_cast<uint32_t>(plan.replicas));
+    s.set_steps(steps);
     for (const auto& [rank, result] : results) {
       for (const proto::PhaseResult& r : result.phases()) {
         if (r.scenario() != name) continue;
@@ -68,47 +120,78 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
       }
       const auto value = [&](const auto& map) { return map.contains(name) ? map.at(name) : 0; };
       s.set_step_sim_ns(std::max(s.step_sim_ns(), value(result.step_sim_ns())));
+      s.set_host_ms(std::max(s.host_ms(), value(result.host_ms())));
       s.set_kv_cache_bytes_per_rank(std::max(s.kv_cache_bytes_per_rank(), value(result.kv_cache_bytes())));
       s.set_weight_bytes_per_rank(std::max(s.weight_bytes_per_rank(), value(result.weight_bytes())));
       report.set_peak_rss_mib(std::max(report.peak_rss_mib(), result.peak_rss_mib()));
     }
+    s.set_total_sim_ns(s.step_sim_ns() * steps);
     for (const proto::PhaseSummary& p : s.phases()) s.set_pass(s.pass() && p.pass());
     report.set_pass(report.pass() && s.pass());
   }
+  CheckAgreement(scenario, results, report);
   return report;
 }
 
 std::string FormatReport(const proto::RunReport& report) {
-  std::string out = Line("nkisim run %s: %u ranks x LNC %u, wall %.1f s, peak RSS %.0f MiB per rank "
+  std::string out = Line("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB per rank "
                          "(largest)\n",
-                         report.config().c_str(), report.world_size(), report.lnc(),
+                         report.config().c_str(), report.world_size(), report.workload().c_str(),
                          report.wall_s(), report.peak_rss_mib());
+  const bool decode = report.workload() == "decode";
   for (const proto::ScenarioSummary& s : report.scenarios()) {
-    out += Line("\n%s: %s\n", s.name().c_str(), s.pass() ? "PASS" : "FAIL");
-    out += Line("  %-12s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
+    out += Line("\n%s (tp %u, attention_dp %u, lnc %u, %u instance%s, %u replica%s): %s\n",
+                s.name().c_str(), s.tp(), s.attention_dp(), s.lnc(), s.instances(),
+                s.instances() == 1 ? "" : "s", s.replicas(), s.replicas() == 1 ? "" : "s",
+                s.pass() ? "PASS" : "FAIL");
+    out += Line("  %-16s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
                 "host (ms)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
                 "collective:algorithm");
     for (const proto::PhaseSummary& p : s.phases()) {
       const std::string check = StrCat(p.pass() ? "PASS" : "FAIL", " (", p.failures(), "/",
                                        p.elements(), " outside)");
-      out += Line("  %-12s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
+      out += Line("  %-16s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
                   p.phase().c_str(), p.sim_ns() / 1000.0, p.host_ms(), p.max_abs_error(),
                   p.max_rel_error(), p.bound(), p.bytes_moved() / 1e6, check.c_str(),
                   p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }
-    out += Line("  decode step: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB\n",
-                s.step_sim_ns() / 1000.0, s.kv_cache_bytes_per_rank() / 1048576.0,
-                s.weight_bytes_per_rank() / 1048576.0);
+    if (decode) {
+      out += Line("  decode step: %.3f us simulated (mean of %u); per rank: KV cache %.2f MiB, "
+                  "weights %.2f MiB; host %.1f s\n",
+                  s.step_sim_ns() / 1000.0, s.steps(), s.kv_cache_bytes_per_rank() / 1048576.0,
+                  s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
+    } else {
+      out += Line("  prefill: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB; "
+                  "host %.1f s\n",
+                  s.step_sim_ns() / 1000.0, s.kv_cache_bytes_per_rank() / 1048576.0,
+                  s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
+    }
   }
-  if (report.scenarios_size() == 2) {
-    const proto::ScenarioSummary &a = report.scenarios(0), &b = report.scenarios(1);
-    out += Line("\n%-22s %16s %16s\n", "side by side", a.name().c_str(), b.name().c_str());
-    out += Line("%-22s %16.3f %16.3f\n", "decode step (us)", a.step_sim_ns() / 1000.0,
-                b.step_sim_ns() / 1000.0);
-    out += Line("%-22s %16.2f %16.2f\n", "KV cache/rank (MiB)", a.kv_cache_bytes_per_rank() / 1048576.0,
-                b.kv_cache_bytes_per_rank() / 1048576.0);
-    out += Line("%-22s %16.2f %16.2f\n", "weights/rank (MiB)", a.weight_bytes_per_rank() / 1048576.0,
-                b.weight_bytes_per_rank() / 1048576.0);
+  if (report.scenarios_size() >= 2) {
+    double fastest = report.scenarios(0).step_sim_ns();
+    for (const proto::ScenarioSummary& s : report.scenarios()) fastest = std::min(fastest, s.step_sim_ns());
+    out += Line("\n%-22s", "side by side");
+    for (const proto::ScenarioSummary& s : report.scenarios()) out += Line(" %14s", s.name().c_str());
+    out += Line("\n%-22s", decode ? "decode step (us)" : "prefill (us)");
+    for (const proto::ScenarioSummary& s : report.scenarios()) out += Line(" %14.3f", s.step_sim_ns() / 1000.0);
+    out += Line("\n%-22s", "vs fastest");
+    for (const proto::ScenarioSummary& s : report.scenarios()) {
+      out += Line(" %13.2fx", fastest > 0 ? s.step_sim_ns() / fastest : 0.0);
+    }
+    out += Line("\n%-22s", "KV cache/rank (MiB)");
+    for (const proto::ScenarioSummary& s : report.scenarios()) {
+      out += Line(" %14.2f", s.kv_cache_bytes_per_rank() / 1048576.0);
+    }
+    out += Line("\n%-22s", "weights/rank (MiB)");
+    for (const proto::ScenarioSummary& s : report.scenarios()) {
+      out += Line(" %14.2f", s.weight_bytes_per_rank() / 1048576.0);
+    }
+    out += "\n";
+  }
+  for (const proto::PlanAgreement& a : report.agreement()) {
+    out += Line("layer output %s vs %s: max |diff| %.3e, bound %.3e over %lld values: %s\n",
+                a.plan().c_str(), a.reference().c_str(), a.max_abs_diff(), a.bound(),
+                static_cast<long long>(a.compared()), a.pass() ? "AGREE" : "DIFFER");
   }
   out += Line("\nresult: %s\n", report.pass() ? "PASS" : "FAIL");
   return out;
@@ -127,11 +210,19 @@ void WriteRunTrace(const ResolvedScenario& scenario,
                    const std::map<int, proto::RankResult>& results, const std::string& path) {
   ChromeTrace trace;
   const int world = scenario.world_size();
-  for (int si = 0; si < scenario.spec.scenarios_size(); ++si) {
-    const std::string& name = scenario.spec.scenarios(si);
+  for (size_t si = 0; si < scenario.plans.size(); ++si) {
+    const std::string& name = scenario.plans[si].name;
     for (const auto& [rank, result] : results) {
-      const int pid = si * world + rank;
+      const int pid = static_cast<int>(si) * world + rank;
       trace.NameProcess(pid, StrCat(name, " rank ", rank));
+      // The phases on a thread of their own, above the engines.
+      constexpr int kPhaseTid = 1000;
+      trace.NameThread(pid, kPhaseTid, "phases");
+      for (const proto::PhaseResult& p : result.phases()) {
+        if (p.scenario() != name) continue;
+        trace.AddEvent({p.phase(), "Phase", pid, kPhaseTid, p.start_ns(), p.end_ns(), p.bytes_moved(), 0,
+                        p.algorithm()});
+      }
       for (const proto::TraceEvent& e : result.trace()) {
         if (e.scenario() != name) continue;
         const Engine engine = static_cast<Engine>(e.engine());

@@ -75,9 +75,11 @@ std::string SmallConfig(const std::string& extra = "") {
 TEST(RunE2eTest, EightRanksBothScenariosPassWithReportAndTrace) {
   const RunResult r = RunNkisim("eight", SmallConfig());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("attention_decode: PASS"));
-  EXPECT_THAT(r.output, HasSubstr("attention_decode_tp: PASS"));
+  EXPECT_THAT(r.output, HasSubstr("tp2xdp4 (tp 8, attention_dp 4, lnc 2, 1 instance, 1 replica): PASS"));
+  EXPECT_THAT(r.output, HasSubstr("tp8 (tp 8, attention_dp 1, lnc 2, 1 instance, 1 replica): PASS"));
   EXPECT_THAT(r.output, HasSubstr("side by side"));
+  EXPECT_THAT(r.output, HasSubstr("layer output tp8 vs tp2xdp4"));
+  EXPECT_THAT(r.output, HasSubstr("AGREE"));
   const nlohmann::json report = nlohmann::json::parse(ReadFile(TempPath("eight.report.json")));
   EXPECT_TRUE(report["pass"].get<bool>());
   ASSERT_EQ(report["scenarios"].size(), 2u);
@@ -106,8 +108,9 @@ TEST(RunE2eTest, SixteenRanksPass) {
 TEST(RunE2eTest, DefaultSixtyFourRankJobPasses) {
   const RunResult r = RunNkisim("default64", ReadFile(kSource + "/configs/tp64_tp8dp8.textproto"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("attention_decode: PASS"));
-  EXPECT_THAT(r.output, HasSubstr("attention_decode_tp: PASS"));
+  EXPECT_THAT(r.output, HasSubstr("tp8xdp8 (tp 64, attention_dp 8, lnc 2, 1 instance, 1 replica): PASS"));
+  EXPECT_THAT(r.output, HasSubstr("tp64 (tp 64, attention_dp 1, lnc 2, 1 instance, 1 replica): PASS"));
+  EXPECT_THAT(r.output, HasSubstr("AGREE"));
   std::cout << "default 64-rank job: " << r.seconds << " s wall\n";
 }
 
@@ -116,7 +119,7 @@ TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
   EXPECT_EQ(r.exit_code, 17) << r.output;  // the rank's own error code: internal (injected)
   EXPECT_LT(r.seconds, 10) << r.output;
   EXPECT_THAT(r.output, HasSubstr("FAILED"));
-  EXPECT_THAT(r.output, HasSubstr("rank 3 in phase attention_decode/attention"));
+  EXPECT_THAT(r.output, HasSubstr("rank 3 in phase tp2xdp4/attention"));
   EXPECT_THAT(r.output, HasSubstr("injected fault"));
 }
 
@@ -124,7 +127,7 @@ TEST(RunE2eTest, RankKilledBySignalStopsTheJob) {
   const RunResult r = RunNkisim("kill", SmallConfig("fault { kind: KILL rank: 5 phase: \"o_proj\" }"));
   EXPECT_EQ(r.exit_code, 15) << r.output;  // communication error
   EXPECT_LT(r.seconds, 10) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("rank 5 in phase attention_decode/o_proj"));
+  EXPECT_THAT(r.output, HasSubstr("rank 5 in phase tp2xdp4/o_proj"));
   EXPECT_THAT(r.output, HasSubstr("died"));
 }
 
@@ -134,7 +137,7 @@ TEST(RunE2eTest, RankThatStallsIsDetectedAfterTheTimeout) {
                            "control { stall_timeout_s: 3 }"));
   EXPECT_EQ(r.exit_code, 16) << r.output;  // timeout
   EXPECT_LT(r.seconds, 10) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("rank 2 in phase attention_decode/batch_shard: stalled"));
+  EXPECT_THAT(r.output, HasSubstr("rank 2 in phase tp2xdp4/batch_shard: stalled"));
   EXPECT_THAT(r.output, HasSubstr("alive, but not waiting in a collective"));  // a hang
 }
 
@@ -146,12 +149,9 @@ TEST(RunE2eTest, MalformedConfigIsRefusedBeforeAnyRankStarts) {
 }
 
 TEST(RunE2eTest, GroupsThatDoNotFitTheWorldAreRefused) {
-  std::string config = SmallConfig();
-  const std::string from = "replica_groups { name: \"gqa\" contiguous { group_size: 4 } }";
-  config.replace(config.find(from), from.size(),
-                 "replica_groups { name: \"gqa\" explicit { groups { ranks: [0, 1, 2, 3] } "
-                 "groups { ranks: [4, 5, 6, 9] } } }");
-  const RunResult r = RunNkisim("misfit", config);
+  const RunResult r = RunNkisim(
+      "misfit", SmallConfig("topology { replica_groups { name: \"attention_dp\" explicit { "
+                            "groups { ranks: [0, 1, 2, 3] } groups { ranks: [4, 5, 6, 9] } } } }"));
   EXPECT_EQ(r.exit_code, 14) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ranks[3]: 9 is outside [0, 8)")) << r.output;
 }

@@ -1,26 +1,41 @@
-// Scenario files: every control-plane, tolerance and list field is checked before any rank starts,
-// each problem named with its field, value and rule (Error(kBadConfig), exit 14).
-#include "launcher/scenario_config.h"
+// Scenario files: every control-plane, tolerance, model, workload and plan field is checked before
+// any rank starts, each problem named with its field, value and rule (Error(kBadConfig), exit 14);
+// good plans resolve to the groups and the rank -> heads maps the plan describes.
+#include "launcher/scenarios/scenario_config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "runtime/error.h"
+#include "tests/launcher/bad_plans.h"
 
 namespace nkisim::launcher {
 namespace {
 
-std::string SmallConfig() {
-  std::ifstream in(std::string(NKISIM_SOURCE_DIR) + "/configs/small_8ranks.textproto");
+using ::testing::HasSubstr;
+
+std::string ReadConfig(const std::string& name) {
+  std::ifstream in(std::string(NKISIM_SOURCE_DIR) + "/configs/" + name);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-TEST(ScenarioConfigTest, TheShippedSmallConfigResolves) {
-  EXPECT_NO_THROW(ResolveScenario(SmallConfig(), "small"));
+std::string SmallConfig() { return ReadConfig("small_8ranks.textproto"); }
+
+TEST(ScenarioConfigTest, EveryShippedConfigResolves) {
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(NKISIM_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".textproto") continue;
+    EXPECT_NO_THROW(LoadScenario(entry.path().string())) << entry.path();
+    ++configs;
+  }
+  EXPECT_GE(configs, 3);
 }
 
 TEST(ScenarioConfigTest, BadFieldsAreRefusedWithFieldValueAndRule) {
@@ -37,10 +52,10 @@ TEST(ScenarioConfigTest, BadFieldsAreRefusedWithFieldValueAndRule) {
       {"tolerances { key: \"atention\" value { atol: 1 } }", "tolerances: 'atention' is not a phase"},
       {"tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be finite and >= 0"},
       {"tolerances { key: \"qkv\" value { rtol: nan } }", "must be finite and >= 0"},
-      {"scenarios: \"attention_decode\"", "'attention_decode' is listed twice (entries 0 and 2)"},
       {"model { rms_eps: -1 }", "model.rms_eps: -1 must be in [0, 1]"},
       {"topology { replica_groups { name: \"tp\" contiguous { group_size: 8 } algorithm: \"tree\" } }",
        "algorithm: 'tree' is not one of auto"},
+      {"scenarios: \"attention_decode\"", "scenarios: 'attention_decode': the scenario list is replaced by plans"},
   };
   for (const auto& c : cases) {
     try {
@@ -52,6 +67,69 @@ TEST(ScenarioConfigTest, BadFieldsAreRefusedWithFieldValueAndRule) {
           << c.extra << "\n" << e.what();
     }
   }
+}
+
+TEST(ScenarioConfigTest, BadPlansAreRefusedEachWithItsOwnMessage) {
+  const std::vector<testing::BadPlan> cases = testing::BadPlans();
+  EXPECT_GE(cases.size(), 15u);
+  std::set<std::string> messages;
+  for (const testing::BadPlan& c : cases) {
+    try {
+      ResolveScenario(c.text, "bad");
+      ADD_FAILURE() << c.what << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << c.what;
+      EXPECT_THAT(e.what(), HasSubstr(c.message)) << c.what;
+      messages.insert(e.what());
+    }
+  }
+  EXPECT_EQ(messages.size(), cases.size());  // no two cases share a message
+}
+
+TEST(ScenarioConfigTest, SeveralHeadsPerRankAndReplicatedKvHeadsMapAsThePlanSays) {
+  // 64 Q heads, 8 KV heads. TP 16: 4 Q heads per rank, 2 ranks per KV head (replicated).
+  const ResolvedScenario r = ResolveScenario(
+      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "plans { tp: 16 attention_dp: 4 replicas: 2 }",
+      "plan");
+  const ResolvedPlan& p = r.plans.at(0);
+  EXPECT_EQ(p.name, "tp4xdp4r2");
+  EXPECT_EQ(p.world_size(), 32);
+  EXPECT_EQ(p.heads_per_rank, 4);
+  EXPECT_EQ(p.kv_per_rank, 1);
+  EXPECT_EQ(p.kv_replication, 2);
+  EXPECT_EQ(p.first_q_head(5), 20);
+  EXPECT_EQ(p.first_kv_head(5), 2);
+  EXPECT_EQ(p.first_q_head(16 + 5), 20);  // replica 1 repeats the map
+  EXPECT_EQ(p.replica(21), 1);
+  // Ranks 4..7 form one attention-DP group: Q heads 16..31 use KV heads 2 and 3.
+  EXPECT_EQ(p.group_kv_heads(6), (std::vector<int>{2, 3}));
+  const collectives::GroupSet& tp = p.topology.group_set("tp");
+  ASSERT_EQ(tp.groups.size(), 2u);
+  EXPECT_EQ(tp.groups[1].front(), 16);
+  const collectives::GroupSet& dp = p.topology.group_set("attention_dp");
+  ASSERT_EQ(dp.groups.size(), 8u);
+  EXPECT_EQ(dp.groups[1], (collectives::Group{4, 5, 6, 7}));
+  EXPECT_EQ(p.topology.iota_workers[6], 4);  // position 2 of G = 4, B / G = 2 rows
+  // TP 4: KV heads divided, 2 per rank.
+  const ResolvedScenario d = ResolveScenario(
+      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "plans { tp: 4 }",
+      "plan");
+  EXPECT_EQ(d.plans[0].heads_per_rank, 16);
+  EXPECT_EQ(d.plans[0].kv_per_rank, 2);
+  EXPECT_EQ(d.plans[0].first_kv_head(3), 6);
+  EXPECT_THAT(FormatScenario(d), HasSubstr("rank 3: Q 48..63 / KV 6..7"));
+}
+
+TEST(ScenarioConfigTest, InstancesComeFromTheProfile) {
+  const ResolvedScenario r = ResolveScenario(
+      "model { hidden: 1024 n_q_heads: 128 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "plans { tp: 128 instances: 2 } plans { name: \"lnc1\" tp: 128 lnc: 1 }",
+      "plan");
+  EXPECT_EQ(r.plans[0].instances, 2);  // 64 ranks per instance at LNC 2
+  EXPECT_EQ(r.plans[1].instances, 1);  // 128 at LNC 1
+  EXPECT_EQ(r.plans[0].topology.chip_of_rank[127], 31);
 }
 
 }  // namespace

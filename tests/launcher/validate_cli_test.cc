@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/launcher/bad_plans.h"
 #include "tests/testing/run_command.h"
 
 namespace {
@@ -45,7 +46,7 @@ TEST(ValidateCliTest, BadConfigurationsExitWithBadConfigAndTheMessage) {
 TEST(ValidateCliTest, MissingFileAndMissingArgument) {
   const CommandResult missing = RunNkisim("validate /nonexistent/topology.textproto");
   EXPECT_EQ(missing.exit_code, 14);
-  EXPECT_THAT(missing.output, HasSubstr("cannot open topology file"));
+  EXPECT_THAT(missing.output, HasSubstr("cannot open scenario or topology file"));
   EXPECT_EQ(RunNkisim("validate").exit_code, 2);  // usage error
 }
 
@@ -61,4 +62,37 @@ TEST(ValidateCliTest, ShippedExamplesValidate) {
   EXPECT_THAT(tp64.output, HasSubstr("iota_workers: [0, 4, 8, 12, 16, 20, 24, 28, 0, 4"));
 }
 
+// Each bad plan is refused by `nkisim validate` and by `nkisim run` (before mpirun starts) with
+// exit 14 and its message.
+TEST(ValidateCliTest, BadPlansAreRefusedByValidateAndRun) {
+  int index = 0;
+  for (const nkisim::testing::BadPlan& c : nkisim::testing::BadPlans()) {
+    const std::string path = "/tmp/nkisim_bad_plan_" + std::to_string(index++) + ".textproto";
+    std::ofstream(path) << c.text;
+    for (const char* command : {"validate ", "run "}) {
+      const CommandResult r = RunNkisim(command + path);
+      EXPECT_EQ(r.exit_code, 14) << command << c.what << ":\n" << r.output;
+      EXPECT_THAT(r.output, HasSubstr(c.message)) << command << c.what;
+    }
+  }
+}
+
+TEST(ValidateCliTest, ScenarioFilesPrintPlansGroupsAndTheHeadMap) {
+  const CommandResult r = RunNkisim("validate " + kSource + "/configs/tp64_tp8dp8.textproto");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("valid scenario"));
+  EXPECT_THAT(r.output, HasSubstr("plan 'tp8xdp8': tp 64, attention_dp 8"));
+  EXPECT_THAT(r.output, HasSubstr("rank 9: Q 9 / KV 1 / KV 1 x rows 4..7"));
+  EXPECT_THAT(r.output, HasSubstr("replica group set 'attention_dp': 8 groups of 8 ranks"));
+}
+
+TEST(ValidateCliTest, AFileThatIsNeitherSaysWhyForBoth) {
+  const std::string path = "/tmp/nkisim_neither.textproto";
+  std::ofstream(path) << "world_size: 8\nmodel { hidden: 512 }\n";
+  const CommandResult r = RunNkisim("validate " + path);
+  EXPECT_EQ(r.exit_code, 14) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("is neither a scenario nor a topology file"));
+}
+
 }  // namespace
+

@@ -1,4 +1,4 @@
-#include "launcher/phase_runner.h"
+#include "launcher/scenarios/phase_runner.h"
 
 #include <signal.h>
 
@@ -10,9 +10,9 @@
 
 namespace nkisim::launcher {
 
-PhaseRunner::PhaseRunner(control::Client& client, LogicalCore& lnc, int rank, std::string scenario,
+PhaseRunner::PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::string scenario,
                          const proto::Scenario& spec, proto::RankResult& result)
-    : client_(client), lnc_(lnc), rank_(rank), scenario_(std::move(scenario)), spec_(spec),
+    : sink_(std::move(sink)), lnc_(lnc), rank_(rank), scenario_(std::move(scenario)), spec_(spec),
       result_(result) {}
 
 int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record) {
@@ -46,12 +46,13 @@ void PhaseRunner::Progress(const std::string& phase, bool done) {
   m.mutable_progress()->set_scenario(scenario_);
   m.mutable_progress()->set_phase(phase);
   m.mutable_progress()->set_done(done);
-  client_.Send(m);
+  sink_(m);
 }
 
 void PhaseRunner::InjectFault(const std::string& phase) {
   const proto::Fault& f = spec_.fault();
-  if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ || f.phase() != phase) {
+  if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ ||
+      (f.phase() != phase && f.phase() != phase.substr(0, phase.find('[')))) {
     return;
   }
   switch (f.kind()) {
@@ -79,7 +80,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
 
-  const auto tol = spec_.tolerances().find(name);
+  const auto tol = spec_.tolerances().find(name.substr(0, name.find('[')));
   const reference::Tolerance tolerance =
       tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
                                       : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
@@ -93,6 +94,8 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_max_abs_error(check.max_abs_error);
   r.set_max_rel_error(check.max_rel_error);
   r.set_sim_ns(lnc_.now() - sim_start);
+  r.set_start_ns(sim_start);
+  r.set_end_ns(lnc_.now());
   r.set_host_ms(host_ms);
   r.set_bytes_moved(BytesMovedSince(lnc_, first_record));
   r.set_algorithm(AlgorithmsSince(lnc_, first_record));

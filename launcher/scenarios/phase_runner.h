@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "launcher/control/client.h"
 #include "proto/control.pb.h"
 #include "proto/scenario.pb.h"
 #include "runtime/logical_core.h"
@@ -20,9 +19,14 @@ struct PhaseOutput {
   std::vector<double> golden;
 };
 
+// Where the runner reports progress: the control-plane client in a job, a recorder in tests.
+using ProgressSink = std::function<void(const proto::RankMessage&)>;
+
 class PhaseRunner {
  public:
-  PhaseRunner(control::Client& client, LogicalCore& lnc, int rank, std::string scenario,
+  // `scenario` names the plan; `spec` gives the tolerances (a phase "qkv[2]", step 2 of a
+  // multi-step decode, uses those of "qkv") and the fault to inject.
+  PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::string scenario,
               const proto::Scenario& spec, proto::RankResult& result);
 
   // Runs `body` as phase `name`. Throws what the body throws (after the fault, if any, fires).
@@ -34,7 +38,7 @@ class PhaseRunner {
   void InjectFault(const std::string& phase);
   void Progress(const std::string& phase, bool done);
 
-  control::Client& client_;
+  ProgressSink sink_;
   LogicalCore& lnc_;
   int rank_;
   std::string scenario_;

@@ -1,0 +1,160 @@
+// The prefill workload, one rank's part of one plan (attention_dp is 1):
+//   qkv             QKV CTE with RMSNorm and fused RoPE for the rank's Q heads and KV heads over
+//                   the whole prompt (LNC 2 splits S between the cores)
+//   attention       causal attention CTE of those heads (LNC 2 splits the query blocks)
+//   o_proj          output projection CTE (LNC 2 writes disjoint H halves; no core-to-core data)
+//   all_reduce      the TP sum of the o_proj partials over the rank's TP group, or, with
+//   reduce_scatter  sequence_parallel, the sum scattered over the token rows: member j keeps rows
+//                   [j B S / tp, (j + 1) B S / tp) of [B * S, H].
+#include <cmath>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "kernels/attention/attention_cte.h"
+#include "kernels/output_projection/output_projection_cte.h"
+#include "kernels/qkv/qkv.h"
+#include "kernels/reference/causal_attention_ref.h"
+#include "kernels/reference/output_projection_ref.h"
+#include "kernels/reference/qkv_ref.h"
+#include "launcher/scenarios/workload.h"
+#include "runtime/error.h"
+
+namespace nkisim::launcher {
+
+ScenarioFootprint RunPrefill(PlanRun& run) {
+  const ResolvedScenario& sc = run.scenario;
+  const ResolvedPlan& plan = run.plan;
+  const proto::ModelShape& m = sc.spec.model();
+  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int64_t b = sc.spec.batch(), s_len = sc.spec.seq_len();
+  const int rank = run.ctx.rank();
+  const int replica = plan.replica(rank);
+  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
+  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
+  const uint64_t seed = sc.spec.seed();
+  const DType dt = sc.dtype;
+  LogicalCore& lnc = run.ctx.lnc();
+  const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
+
+  SharedInputs& shared = run.shared;
+  if (shared.tp != plan.tp || shared.x.size() != 1) {
+    shared = SharedInputs();
+    shared.tp = plan.tp;
+    const int64_t base = static_cast<int64_t>(replica) * b * s_len * h;
+    shared.x.push_back(Slice("x", {b, s_len, h}, dt, seed, -1, 1, [&](int64_t i) { return base + i; }));
+    shared.qkv_golden.resize(1);
+    shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t i) { return i; });
+    const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
+    shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t i) {
+      const int64_t row = i / local, j = i % local;
+      const int64_t col = j < hpr * d           ? q0 * d + j
+                          : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
+                                                : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
+      return row * fused + col;
+    });
+    shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
+                       [&](int64_t i) { return q0 * d * h + i; });
+  }
+  // RoPE tables of positions 0 .. S - 1 (base 10000), as the QKV kernel takes them: the angle of
+  // pair k = i mod d/2 in every column i.
+  TensorView cos_cache = TensorView::Create({b, s_len, d}, dt, "rope_cos");
+  TensorView sin_cache = TensorView::Create({b, s_len, d}, dt, "rope_sin");
+  {
+    std::vector<float> c(static_cast<size_t>(b * s_len * d)), sn(c.size());
+    const int64_t half = std::max<int64_t>(1, d / 2);
+    for (int64_t row = 0; row < b * s_len; ++row) {
+      for (int64_t i = 0; i < d; ++i) {
+        const double angle = static_cast<double>(row % s_len) *
+                             std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(d));
+        c[row * d + i] = static_cast<float>(std::cos(angle));
+        sn[row * d + i] = static_cast<float>(std::sin(angle));
+      }
+    }
+    cos_cache.FromFloats(c);
+    sin_cache.FromFloats(sn);
+  }
+
+  // 1. QKV CTE: [hpr + 2 kvr, B, S, d], Q and K rotated.
+  kernels::QkvParams qkv;
+  qkv.input = shared.x[0];
+  qkv.fused_qkv_weights = shared.w_qkv;
+  qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
+  qkv.fused_norm_type = kernels::NormType::kRmsNorm;
+  qkv.gamma_norm_weights = shared.gamma;
+  qkv.norm_eps = m.rms_eps();
+  qkv.fused_rope = true;
+  qkv.cos_cache = cos_cache;
+  qkv.sin_cache = sin_cache;
+  qkv.d_head = d;
+  qkv.num_q_heads = hpr;
+  qkv.num_kv_heads = kvr;
+  TensorView qkv_out;
+  run.runner.Run("qkv", [&] {
+    qkv_out = kernels::Qkv(lnc, qkv, kernels::QkvVariant::kCte).output;
+    if (shared.qkv_golden[0].empty()) shared.qkv_golden[0] = AsDoubles(reference::QkvReference(qkv).output);
+    return PhaseOutput{qkv_out.ToFloats(), shared.qkv_golden[0]};
+  });
+
+  // 2. Causal attention of the rank's heads: out [B, hpr, d, S].
+  const kernels::AttentionCteParams attention_params{qkv_out.slice(0, 0, hpr),
+                                                     qkv_out.slice(0, hpr, hpr + kvr),
+                                                     qkv_out.slice(0, hpr + kvr, hpr + 2 * kvr)};
+  TensorView attention;
+  run.runner.Run("attention", [&] {
+    attention = kernels::AttentionCte(lnc, attention_params);
+    return PhaseOutput{attention.ToFloats(),
+                       reference::CausalAttentionRef(attention_params.q, attention_params.k,
+                                                     attention_params.v)};
+  });
+
+  // 3. o_proj CTE: [B, S, H] partial sums of this rank's heads.
+  TensorView partial;
+  run.runner.Run("o_proj", [&] {
+    kernels::OutputProjectionCteParams params;
+    params.attention = attention;
+    params.weight = shared.w_o;
+    partial = kernels::OutputProjectionCte(lnc, params);
+    reference::OprojRefInputs ref;
+    ref.weight = shared.w_o;
+    return PhaseOutput{partial.ToFloats(),
+                       AsDoubles(reference::OutputProjectionCteRef(attention, ref))};
+  });
+
+  // 4. The TP reduction, checked block by block against a plain fp64 MPI_Reduce_scatter.
+  const int64_t total_elements = b * s_len * h;
+  if (!sc.spec.sequence_parallel()) {
+    run.runner.Run("all_reduce", [&] {
+      TensorView total = TensorView::Create(partial.shape(), dt, "o_proj_total");
+      collectives::all_reduce(run.ctx, tp, partial, total);
+      int64_t first = 0;
+      std::vector<double> golden = ReduceScatterGolden(tp, partial.ToFloats(), &first);
+      const TensorView flat = total.reshape({total_elements});
+      std::vector<float> block =
+          flat.slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
+      RecordLayerSample(run.result, plan.name, replica, 0, total_elements, first, block);
+      return PhaseOutput{std::move(block), std::move(golden)};
+    });
+  } else {
+    run.runner.Run("reduce_scatter", [&] {
+      const int64_t rows = b * s_len, mine = rows / plan.tp;
+      TensorView scattered = TensorView::Create({mine, h}, dt, "o_proj_scattered");
+      collectives::reduce_scatter(run.ctx, tp, partial.reshape({rows, h}), scattered);
+      int64_t first = 0;
+      std::vector<double> golden = ReduceScatterGolden(tp, partial.ToFloats(), &first);
+      std::vector<float> block = scattered.ToFloats();
+      if (block.size() != golden.size() || first != tp.position * mine * h) {
+        Raise(ErrorCode::kInternal, StrCat("reduce_scatter: block of ", block.size(), " elements at ",
+                                           tp.position * mine * h, "; the reference's is ",
+                                           golden.size(), " at ", first));
+      }
+      RecordLayerSample(run.result, plan.name, replica, 0, total_elements, first, block);
+      return PhaseOutput{std::move(block), std::move(golden)};
+    });
+  }
+  ScenarioFootprint footprint;
+  footprint.kv_cache_bytes = 2 * kvr * b * s_len * d * static_cast<int64_t>(SizeOf(dt));
+  footprint.weight_bytes = shared.w_qkv.size_bytes() + shared.w_o.size_bytes();
+  return footprint;
+}
+
+}  // namespace nkisim::launcher

@@ -1,0 +1,99 @@
+// The workloads of `nkisim run`, one row each: a function that runs one plan's phases on one rank.
+// Every workload
+//   * makes exactly this rank's slice of the global inputs with the counter-based RNG (so a plan
+//     changes what a rank holds, never the values of the layer);
+//   * runs each phase through the PhaseRunner, which checks it against a plain reference applied
+//     to that phase's inputs (kernels/reference; the data movements against raw MPI calls);
+//   * records samples of the layer output at fixed global indices, so the launcher can check that
+//     every plan of a job computes the same layer (the plan changes cost, not results).
+// Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "launcher/scenarios/phase_runner.h"
+#include "launcher/scenarios/scenario_config.h"
+#include "proto/control.pb.h"
+#include "runtime/rng.h"
+#include "runtime/tensor_view.h"
+
+namespace nkisim::launcher {
+
+// What the plans of one rank can share: inputs that depend only on the TP split (tp), made once.
+struct SharedInputs {
+  int tp = 0;  // the TP degree they were made for; 0: none yet
+  TensorView gamma, w_qkv, w_o;
+  std::vector<TensorView> x;                    // per step (decode) or one (prefill)
+  std::vector<std::vector<double>> qkv_golden;  // per step
+};
+
+struct ScenarioFootprint {
+  int64_t kv_cache_bytes = 0;  // this rank's K and V cache
+  int64_t weight_bytes = 0;    // this rank's QKV and o_proj weights
+};
+
+struct PlanRun {
+  const ResolvedScenario& scenario;
+  const ResolvedPlan& plan;
+  collectives::RankContext& ctx;
+  PhaseRunner& runner;
+  SharedInputs& shared;
+  proto::RankResult& result;  // receives the layer samples
+};
+
+using WorkloadFn = ScenarioFootprint (*)(PlanRun& run);
+
+struct WorkloadInfo {
+  Workload kind;
+  const char* name;
+  WorkloadFn run;
+  const char* summary;
+};
+
+ScenarioFootprint RunDecode(PlanRun& run);
+ScenarioFootprint RunPrefill(PlanRun& run);
+
+// The table (every Workload has a row).
+const std::vector<WorkloadInfo>& Workloads();
+const WorkloadInfo& FindWorkload(Workload kind);
+
+// --- Helpers the workloads share (launcher/scenarios/workload.cc) ---
+
+// The rank's slice of a global tensor of the counter-based RNG: element i of `shape` takes the
+// value of global flat index global_index(i).
+template <typename GlobalIndex>
+TensorView Slice(const std::string& name, const Shape& shape, DType dtype, uint64_t seed, float lo,
+                 float hi, GlobalIndex global_index) {
+  TensorView t = TensorView::Create(shape, dtype, name);
+  const CounterRng rng(seed, TensorIdFromName(name));
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = rng.Uniform(global_index(static_cast<int64_t>(i)), lo, hi);
+  }
+  t.FromFloats(values);
+  return t;
+}
+
+// Every member's bytes of `t` gathered with a plain MPI_Allgather (the data movements' reference).
+std::vector<std::byte> RawGather(const collectives::GroupComm& group, const TensorView& t);
+float ElementAt(const std::vector<std::byte>& raw, DType dtype, int64_t index);
+std::vector<double> AsDoubles(const std::vector<float>& v);
+// A DMA on the rank's core 0 between HBM views (appending to a cache, re-laying out activations).
+void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src);
+
+// The TP reduction's check: this member's block of the elementwise sum of every member's
+// `partial` over `group`, by a plain MPI_Reduce_scatter in fp64. Blocks split the flat tensor as
+// evenly as possible, earlier members one element more; `first` receives the block's first index.
+std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
+                                        const std::vector<float>& partial, int64_t* first);
+
+// Records the layer output's values at global indices k * stride (stride chosen so at most
+// about 65536 samples cover an output of `total` elements) that fall in
+// [first, first + values.size()), for replica `replica` and step `step`.
+void RecordLayerSample(proto::RankResult& result, const std::string& plan, int replica, int step,
+                       int64_t total, int64_t first, const std::vector<float>& values);
+
+}  // namespace nkisim::launcher
