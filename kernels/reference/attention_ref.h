@@ -1,4 +1,5 @@
-// Golden decode attention: plain fp64 loops over the stored values, no tiles, no ISA.
+// Golden decode attention: fp64 over the stored values, BLAS dgemm per batch row (the scores of
+// every head against K[b], then their weights against V[b]); no tiles, no ISA.
 //   out[h, b, :] = softmax_t(q[h, b, :] . K[b, :, t] / sqrt(d)) @ V[b, t, :]
 // in the decode kernel's cache layout (kernels/attention/attention_tkg.h): K with the head dim
 // before the tokens, V with the tokens before the head dim.

@@ -1,4 +1,6 @@
-// Golden causal prefill attention: plain fp64 loops over the stored values, no tiles, no ISA.
+// Golden causal prefill attention: fp64 over the stored values, BLAS dgemm over row blocks
+// (kRowBlock query rows of one head at a time against the keys they can see, masked, then against
+// the values); no tiles, no ISA. Peak extra memory O(kRowBlock x S + S x d).
 //   out[b, h, :, s] = sum_{t <= s} softmax_t(q[h, b, s, :] . k[g, b, t, :] / sqrt(d)) v[g, b, t, :]
 //   with g = h / (n_q / n_kv),
 // in the layouts of kernels/attention/attention_cte.h: q [n_q, B, S, d], k and v [n_kv, B, S, d]

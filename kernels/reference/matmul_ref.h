@@ -1,5 +1,6 @@
 // Golden reference for plain matmul: C = A @ B with fp64 accumulation over A's and B's stored
-// values. Plain loops, no tiles, no ISA: independent of the code under test.
+// values. fp64, BLAS dgemm over row blocks (kRowBlock rows of A at a time, blas.h); no tiles, no
+// ISA: independent of the code under test.
 #pragma once
 
 #include <vector>

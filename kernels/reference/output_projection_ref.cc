@@ -4,18 +4,11 @@
 #include <cmath>
 #include <functional>
 
+#include "kernels/reference/blas.h"
 #include "runtime/dtype.h"
 
 namespace nkisim::reference {
 namespace {
-
-// Rows of y computed together, so each weight row is reused from cache across them.
-constexpr int64_t kRowBlock = 32;
-
-std::vector<double> AsDoubles(const TensorView& t) {
-  const std::vector<float> f = t.ToFloats();
-  return std::vector<double>(f.begin(), f.end());
-}
 
 // The matmul input after the STATIC quantization step (identity otherwise).
 double QuantizedInput(double a, const OprojRefInputs& in, double s_in, double fp8_max) {
@@ -24,11 +17,14 @@ double QuantizedInput(double a, const OprojRefInputs& in, double s_in, double fp
   return in.round_quantized_input ? RoundTo(in.weight.dtype(), static_cast<float>(q)) : q;
 }
 
-// y[r, h] for rows r of A given by a(r, c) (c = n*D + k): blocks of rows times every weight row.
-std::vector<float> Project(int64_t rows, const std::function<double(int64_t, int64_t)>& a,
-                           const OprojRefInputs& in) {
+// Fills rows [r0, r1) of A (row r = b*S + s, column c = n*D + k) into a [r1 - r0, N*D].
+using FillRows = std::function<void(int64_t r0, int64_t r1, double* a)>;
+
+// y [rows, H] = A @ W, scaled and biased: kRowBlock rows of A at a time, one dgemm per block with
+// the fp64 weights (converted once per call).
+std::vector<float> Project(int64_t rows, const FillRows& fill, const OprojRefInputs& in) {
   const int64_t k_total = in.weight.dim(0), h = in.weight.dim(1);
-  const std::vector<double> w = AsDoubles(in.weight);
+  const std::vector<double> w = MatrixAsDoubles(in.weight);
   const bool quant = in.quant != OprojQuant::kNone;
   const double s_in = in.quant == OprojQuant::kStatic ? in.input_scale.get({0, 0}) : 1.0;
   const double fp8_max = IsFp8(in.weight.dtype()) ? MaxValue(in.weight.dtype()) : 0.0;
@@ -39,27 +35,22 @@ std::vector<float> Project(int64_t rows, const std::function<double(int64_t, int
     for (int64_t j = 0; j < h; ++j) scale[j] = in.weight_scale.get({0, j});
   }
   std::vector<double> bias(static_cast<size_t>(h), 0.0);
-  if (in.bias.valid()) bias = AsDoubles(in.bias);
+  if (in.bias.valid()) {
+    const std::vector<float> bv = in.bias.ToFloats();
+    bias.assign(bv.begin(), bv.end());
+  }
 
   std::vector<float> y(static_cast<size_t>(rows * h));
-  std::vector<double> acc(static_cast<size_t>(kRowBlock * h));
-  std::vector<double> a_block(static_cast<size_t>(kRowBlock * k_total));
+  const int64_t block = std::min(kRowBlock, rows);
+  std::vector<double> acc(static_cast<size_t>(block * h));
+  std::vector<double> a_block(static_cast<size_t>(block * k_total));
   for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int64_t nr = std::min(kRowBlock, rows - r0);
-    for (int64_t i = 0; i < nr; ++i) {
-      for (int64_t c = 0; c < k_total; ++c) {
-        a_block[i * k_total + c] = QuantizedInput(a(r0 + i, c), in, s_in, fp8_max);
-      }
+    fill(r0, r0 + nr, a_block.data());
+    for (int64_t e = 0; e < nr * k_total; ++e) {
+      a_block[e] = QuantizedInput(a_block[e], in, s_in, fp8_max);
     }
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t c = 0; c < k_total; ++c) {
-      const double* w_row = &w[c * h];
-      for (int64_t i = 0; i < nr; ++i) {
-        const double x = a_block[i * k_total + c];
-        double* out = &acc[i * h];
-        for (int64_t j = 0; j < h; ++j) out[j] += x * w_row[j];
-      }
-    }
+    Dgemm(nr, h, k_total, 1.0, a_block.data(), k_total, w.data(), h, false, 0.0, acc.data(), h);
     for (int64_t i = 0; i < nr; ++i) {
       for (int64_t j = 0; j < h; ++j) {
         const double v = acc[i * h + j];
@@ -74,29 +65,36 @@ std::vector<float> Project(int64_t rows, const std::function<double(int64_t, int
 
 std::vector<float> OutputProjectionCteRef(const TensorView& attention, const OprojRefInputs& in) {
   const int64_t n = attention.dim(1), d = attention.dim(2), s = attention.dim(3);
-  const std::vector<float> att = attention.ToFloats();  // [B, N, D, S]
-  // Row r = b*S + sq, column c = n*D + k  <-  attention[b, n, k, sq].
-  return Project(
-      attention.dim(0) * s,
-      [&](int64_t r, int64_t c) {
-        const int64_t b = r / s, sq = r % s;
-        return static_cast<double>(att[((b * n) * d + c) * s + sq]);
-      },
-      in);
+  // Row r = b*S + sq, column c = n*D + k  <-  attention[b, n, k, sq] ([B, N, D, S]).
+  const FillRows fill = [&](int64_t r0, int64_t r1, double* a) {
+    ForEachBatchPiece(r0, r1, s, [&](int64_t b, int64_t s0, int64_t s1, int64_t offset) {
+      const int64_t len = s1 - s0;
+      const std::vector<float> part = attention.select(0, b).slice(2, s0, s1).ToFloats();
+      for (int64_t c = 0; c < n * d; ++c) {  // part [N, D, len]
+        for (int64_t i = 0; i < len; ++i) a[(offset + i) * n * d + c] = part[c * len + i];
+      }
+    });
+  };
+  return Project(attention.dim(0) * s, fill, in);
 }
 
 std::vector<float> OutputProjectionTkgRef(const TensorView& attention, const OprojRefInputs& in) {
-  const int64_t d = attention.dim(0), batches = attention.dim(1), n = attention.dim(2);
-  const int64_t s = attention.dim(3);
-  const std::vector<float> att = attention.ToFloats();  // [D, B, N, S]
-  // Row r = b*S + sq, column c = hd*D + k  <-  attention[k, b, hd, sq].
-  return Project(
-      batches * s,
-      [&](int64_t r, int64_t c) {
-        const int64_t b = r / s, sq = r % s, hd = c / d, k = c % d;
-        return static_cast<double>(att[((k * batches + b) * n + hd) * s + sq]);
-      },
-      in);
+  const int64_t d = attention.dim(0), n = attention.dim(2), s = attention.dim(3);
+  // Row r = b*S + sq, column c = hd*D + k  <-  attention[k, b, hd, sq] ([D, B, N, S]).
+  const FillRows fill = [&](int64_t r0, int64_t r1, double* a) {
+    ForEachBatchPiece(r0, r1, s, [&](int64_t b, int64_t s0, int64_t s1, int64_t offset) {
+      const int64_t len = s1 - s0;
+      const std::vector<float> part = attention.select(1, b).slice(2, s0, s1).ToFloats();
+      for (int64_t k = 0; k < d; ++k) {  // part [D, N, len]
+        for (int64_t hd = 0; hd < n; ++hd) {
+          for (int64_t i = 0; i < len; ++i) {
+            a[(offset + i) * n * d + hd * d + k] = part[(k * n + hd) * len + i];
+          }
+        }
+      }
+    });
+  };
+  return Project(attention.dim(1) * s, fill, in);
 }
 
 std::vector<float> OutputProjectionRef(OprojKernel kernel, const TensorView& attention,

@@ -4,8 +4,11 @@
 //   STATIC  y = (clip(A / s_in, +-fp8_max) @ W) * (s_w * s_in) + bias  (s_in, s_w: row 0 of (P, 1))
 //   ROW     y = (A @ W) * s_w[h] + bias                              (s_w: row 0 of (P, H))
 // where A [B*S, N*D] is the attention with row b*S + s and column n*D + k. fp8_max is the largest
-// finite value of the weight's fp8 dtype (240 for trn2 e4m3). Plain loops over HBM tensors: no
-// tiles, no ISA, no kernel code. Also the reference suites' tolerances.
+// finite value of the weight's fp8 dtype (240 for trn2 e4m3). fp64, BLAS dgemm over row blocks:
+// kRowBlock (256, blas.h) rows of A at a time are read from HBM and quantized in fp64, then one
+// cblas_dgemm with the fp64 weights (converted once per call); peak extra memory is the fp64
+// weights plus O(kRowBlock x (N*D + H)), besides the result. No tiles, no ISA, no kernel code. Also
+// the reference suites' tolerances.
 #pragma once
 
 #include <cstdint>

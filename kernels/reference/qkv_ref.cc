@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/reference/blas.h"
+
 namespace nkisim::reference {
 namespace {
 
@@ -10,68 +12,64 @@ using kernels::NormType;
 using kernels::QkvParams;
 using kernels::QuantizationType;
 
-constexpr int64_t kTokenBlock = 8;  // token rows sharing one pass over W
+// What steps 1-3 need, read once per call (scales from row 0).
+struct PrologueConstants {
+  NormType norm = NormType::kNoNorm;
+  std::vector<float> gamma, beta;  // [H]
+  double eps = 0, h_actual = 0;
+  bool is_static = false;
+  double s_in = 1, fp8_max = 0;
+  DType fp8 = DType::kFloat32;
+};
 
-// Steps 1-3 for every token: returns the matmul input [T, H] and fills fused_hidden.
-std::vector<double> Prologue(const QkvParams& p, int64_t tokens, int64_t h,
-                             std::vector<float>* fused_hidden) {
-  const std::vector<float> in = p.input.ToFloats();
-  std::vector<double> x(in.begin(), in.end());
-  if (p.fused_residual_add) {
-    const std::vector<float> mlp = p.mlp_prev.ToFloats(), attn = p.attention_prev.ToFloats();
-    for (size_t i = 0; i < x.size(); ++i) x[i] += static_cast<double>(mlp[i]) + attn[i];
-    fused_hidden->assign(x.begin(), x.end());
-  }
-  const NormType norm = p.fused_norm_type;
-  const std::vector<float> gamma =
+PrologueConstants ReadPrologueConstants(const QkvParams& p, int64_t h) {
+  PrologueConstants c;
+  c.norm = p.fused_norm_type;
+  c.gamma =
       p.gamma_norm_weights.valid() ? p.gamma_norm_weights.ToFloats() : std::vector<float>(h, 1.0f);
-  const std::vector<float> beta =
-      p.layer_norm_bias.valid() ? p.layer_norm_bias.ToFloats() : std::vector<float>(h, 0.0f);
-  const double eps = p.norm_eps.value_or(0.0);
-  const double h_actual = static_cast<double>(p.hidden_actual.value_or(h));
-  const bool is_static = p.quantization_type == QuantizationType::kStatic;
-  const double s_in = is_static ? p.qkv_in_scale.ToFloats()[0] : 1.0;
-  const DType fp8 = p.fused_qkv_weights.dtype();
-  const double fp8_max = is_static ? MaxValue(fp8) : 0.0;
-  for (int64_t t = 0; t < tokens; ++t) {
-    double* row = x.data() + t * h;
-    if (norm == NormType::kLayerNorm) {
+  c.beta = p.layer_norm_bias.valid() ? p.layer_norm_bias.ToFloats() : std::vector<float>(h, 0.0f);
+  c.eps = p.norm_eps.value_or(0.0);
+  c.h_actual = static_cast<double>(p.hidden_actual.value_or(h));
+  c.is_static = p.quantization_type == QuantizationType::kStatic;
+  c.s_in = c.is_static ? p.qkv_in_scale.ToFloats()[0] : 1.0;
+  c.fp8 = p.fused_qkv_weights.dtype();
+  c.fp8_max = c.is_static ? MaxValue(c.fp8) : 0.0;
+  return c;
+}
+
+// Steps 1-3 for token rows [t0, t1): fills x [t1 - t0, H] (the matmul input) and, with
+// fused_residual_add, rows t0 .. t1 - 1 of fused_hidden [T, H].
+void Prologue(const QkvParams& p, const PrologueConstants& c, int64_t t0, int64_t t1, int64_t h,
+              std::vector<double>* x, std::vector<float>* fused_hidden) {
+  const std::vector<float> in = TokenRows(p.input, t0, t1);
+  x->assign(in.begin(), in.end());
+  if (p.fused_residual_add) {
+    const std::vector<float> mlp = TokenRows(p.mlp_prev, t0, t1);
+    const std::vector<float> attn = TokenRows(p.attention_prev, t0, t1);
+    for (size_t i = 0; i < x->size(); ++i) (*x)[i] += static_cast<double>(mlp[i]) + attn[i];
+    std::copy(x->begin(), x->end(), fused_hidden->begin() + t0 * h);
+  }
+  for (int64_t t = 0; t < t1 - t0; ++t) {
+    double* row = x->data() + t * h;
+    if (c.norm == NormType::kLayerNorm) {
       double mean = 0, var = 0;
       for (int64_t k = 0; k < h; ++k) mean += row[k];
       mean /= h;
       for (int64_t k = 0; k < h; ++k) var += (row[k] - mean) * (row[k] - mean);
-      const double r = 1.0 / std::sqrt(var / h + eps);
-      for (int64_t k = 0; k < h; ++k) row[k] = (row[k] - mean) * r * gamma[k] + beta[k];
-    } else if (norm != NormType::kNoNorm) {
+      const double r = 1.0 / std::sqrt(var / h + c.eps);
+      for (int64_t k = 0; k < h; ++k) row[k] = (row[k] - mean) * r * c.gamma[k] + c.beta[k];
+    } else if (c.norm != NormType::kNoNorm) {
       double sum_sq = 0;
       for (int64_t k = 0; k < h; ++k) sum_sq += row[k] * row[k];
-      const double r = 1.0 / std::sqrt(sum_sq / h_actual + eps);
-      for (int64_t k = 0; k < h; ++k) row[k] *= r * gamma[k];  // gamma is 1 for SKIP_GAMMA
+      const double r = 1.0 / std::sqrt(sum_sq / c.h_actual + c.eps);
+      for (int64_t k = 0; k < h; ++k) row[k] *= r * c.gamma[k];  // gamma is 1 for SKIP_GAMMA
     }
-    if (!is_static) continue;
+    if (!c.is_static) continue;
     for (int64_t k = 0; k < h; ++k) {
-      row[k] = RoundTo(fp8, static_cast<float>(std::clamp(row[k] / s_in, -fp8_max, fp8_max)));
+      const double q = std::clamp(row[k] / c.s_in, -c.fp8_max, c.fp8_max);
+      row[k] = RoundTo(c.fp8, static_cast<float>(q));
     }
   }
-  return x;
-}
-
-// Step 4's product, token rows in blocks so W streams from memory once per block.
-std::vector<double> Project(const std::vector<double>& x, const std::vector<float>& w,
-                            int64_t tokens, int64_t h, int64_t i) {
-  std::vector<double> y(static_cast<size_t>(tokens * i), 0.0);
-  for (int64_t t0 = 0; t0 < tokens; t0 += kTokenBlock) {
-    const int64_t t1 = std::min(tokens, t0 + kTokenBlock);
-    for (int64_t k = 0; k < h; ++k) {
-      const float* w_row = w.data() + k * i;
-      for (int64_t t = t0; t < t1; ++t) {
-        const double a = x[t * h + k];
-        double* out = y.data() + t * i;
-        for (int64_t c = 0; c < i; ++c) out[c] += a * w_row[c];
-      }
-    }
-  }
-  return y;
 }
 
 }  // namespace
@@ -82,16 +80,17 @@ QkvGolden QkvReference(const QkvParams& p) {
   const int64_t n_q = p.num_q_heads.value_or(0), n_kv = p.num_kv_heads.value_or(0);
   const int64_t d = p.d_head ? *p.d_head : (n_q + 2 * n_kv > 0 ? i / (n_q + 2 * n_kv) : 0);
   QkvGolden g;
-  std::vector<double> y = Project(Prologue(p, tokens, h, &g.fused_hidden),
-                                  p.fused_qkv_weights.ToFloats(), tokens, h, i);
+  if (p.fused_residual_add) g.fused_hidden.resize(static_cast<size_t>(tokens * h));
+  g.output.resize(static_cast<size_t>(tokens * i));
 
+  const PrologueConstants pc = ReadPrologueConstants(p, h);
+  const std::vector<double> w = MatrixAsDoubles(p.fused_qkv_weights);  // [H, I], once per call
   std::vector<double> col_scale(static_cast<size_t>(i), 1.0), bias(static_cast<size_t>(i), 0.0);
   if (p.quantization_type == QuantizationType::kStatic) {
     const std::vector<float> sw = p.qkv_w_scale.ToFloats();
-    const double s_in = p.qkv_in_scale.ToFloats()[0];
     for (int64_t c = 0; c < i; ++c) {
       const int seg = c < n_q * d ? 0 : (c < (n_q + n_kv) * d ? 1 : 2);
-      col_scale[c] = sw[seg] * s_in;
+      col_scale[c] = sw[seg] * pc.s_in;
     }
   } else if (p.quantization_type == QuantizationType::kRow) {
     const std::vector<float> sw = p.qkv_w_scale.ToFloats();
@@ -101,35 +100,44 @@ QkvGolden QkvReference(const QkvParams& p) {
     const std::vector<float> bv = p.bias.ToFloats();
     bias.assign(bv.begin(), bv.end());
   }
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t c = 0; c < i; ++c) y[t * i + c] = y[t * i + c] * col_scale[c] + bias[c];
-  }
-  if (p.fused_rope) {
-    const std::vector<float> cos = p.cos_cache.ToFloats(), sin = p.sin_cache.ToFloats();
-    const int64_t half = d / 2;
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t head = 0; head < n_q + n_kv; ++head) {
-        double* x = y.data() + t * i + head * d;
-        const float* c = cos.data() + t * d;
-        const float* sn = sin.data() + t * d;  // only sin[:d/2] is used
-        for (int64_t k = 0; k < half; ++k) {
-          const double x1 = x[k], x2 = x[k + half];
-          x[k] = x1 * c[k] - x2 * sn[k];
-          x[k + half] = x2 * c[k + half] + x1 * sn[k];
+  const bool nbsd = p.output_layout == kernels::QkvOutputLayout::kNBSd;
+  const int64_t heads = nbsd ? i / d : 0;
+
+  std::vector<double> x, y;  // one block: x [rows, H], y [rows, I]
+  for (int64_t t0 = 0; t0 < tokens; t0 += kRowBlock) {
+    const int64_t t1 = std::min(tokens, t0 + kRowBlock), rows = t1 - t0;
+    Prologue(p, pc, t0, t1, h, &x, &g.fused_hidden);  // steps 1-3
+    y.resize(static_cast<size_t>(rows * i));
+    Dgemm(rows, i, h, 1.0, x.data(), h, w.data(), i, false, 0.0, y.data(), i);  // step 4
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t c = 0; c < i; ++c) y[t * i + c] = y[t * i + c] * col_scale[c] + bias[c];
+    }
+    if (p.fused_rope) {
+      const std::vector<float> cos = TokenRows(p.cos_cache, t0, t1);  // [rows, d]
+      const std::vector<float> sin = TokenRows(p.sin_cache, t0, t1);
+      const int64_t half = d / 2;
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t head = 0; head < n_q + n_kv; ++head) {
+          double* xh = y.data() + t * i + head * d;
+          const float* c = cos.data() + t * d;
+          const float* sn = sin.data() + t * d;  // only sin[:d/2] is used
+          for (int64_t k = 0; k < half; ++k) {
+            const double x1 = xh[k], x2 = xh[k + half];
+            xh[k] = x1 * c[k] - x2 * sn[k];
+            xh[k + half] = x2 * c[k + half] + x1 * sn[k];
+          }
         }
       }
     }
-  }
-  g.output.resize(y.size());
-  if (p.output_layout != kernels::QkvOutputLayout::kNBSd) {
-    std::copy(y.begin(), y.end(), g.output.begin());
-    return g;
-  }
-  const int64_t heads = i / d;  // out[n, t, k] = y[t, n * d + k]
-  for (int64_t n = 0; n < heads; ++n) {
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t k = 0; k < d; ++k)
-        g.output[(n * tokens + t) * d + k] = static_cast<float>(y[t * i + n * d + k]);
+    if (!nbsd) {
+      std::copy(y.begin(), y.end(), g.output.begin() + t0 * i);
+      continue;
+    }
+    for (int64_t n = 0; n < heads; ++n) {  // out[n, t, k] = y[t, n * d + k]
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t k = 0; k < d; ++k)
+          g.output[(n * tokens + t0 + t) * d + k] = static_cast<float>(y[t * i + n * d + k]);
+      }
     }
   }
   return g;

@@ -1,6 +1,9 @@
-// Golden model of the fused QKV projection: plain fp64 loops over the stored input values, with no
-// tiles, no ISA and none of the kernels' code (it shares only the parameter struct of
-// kernels/qkv/qkv.h). The math of reference-kernels.md §2.1, per token row x of H values:
+// Golden model of the fused QKV projection: fp64 over the stored input values, BLAS dgemm over
+// row blocks: kRowBlock (256, blas.h) tokens at a time, steps 1-3 of the block in fp64, then one
+// cblas_dgemm of the block with the fp64 weights, then steps 4-6. No tiles, no ISA and none of the
+// kernels' code (it shares only the parameter struct of kernels/qkv/qkv.h). Peak extra memory is
+// the fp64 weights [H, I] (once per call) plus O(kRowBlock x (H + I)), besides the results. The
+// math of reference-kernels.md §2.1, per token row x of H values:
 //   1. x += mlp_prev + attention_prev (fused_residual_add); that sum is fused_hidden;
 //   2. RMS: x * gamma / sqrt(sum(x^2) / H_actual + eps) (no gamma for RMS_NORM_SKIP_GAMMA);
 //      LayerNorm: (x - mean) / sqrt(var + eps) * gamma [+ beta], population statistics over H;
