@@ -104,11 +104,21 @@ class KvStream {
   int64_t issued_ = 0, released_ = 0;
 };
 
+// The DMA queue among [0, n) that frees first.
+int EarliestQueue(const NeuronCore& core, int64_t n) {
+  int best = 0;
+  for (int q = 1; q < n; ++q) {
+    if (core.timeline().free_at(DmaQueue(q)) < core.timeline().free_at(DmaQueue(best))) best = q;
+  }
+  return best;
+}
+
 // A step: one block of tokens for one group of rows.
 struct Step {
   int64_t group;     // group index
   int64_t t0, w;     // tokens [t0, t0 + w) of the cache
   bool first, last;  // first / last block of its group on this core
+  bool with_new;     // the block ends with this step's token, taken from k_new / v_new
 };
 
 }  // namespace
@@ -141,6 +151,19 @@ void ValidateAttentionTkg(const AttentionTkgParams& p, const HardwareProfile& pr
     Fail("q", p.q, StrCat("[G, Bl, d] must have Bl = ", k[0], " and d = ", k[1], " of k_cache ",
                           ShapeString(k), " [Bl, d, T]"));
   }
+  if (!p.k_new.valid() && !p.v_new.valid()) return;
+  if (!p.k_new.valid()) Fail("k_new", p.k_new, "must be given with v_new");
+  if (!p.v_new.valid()) Fail("v_new", p.v_new, "must be given with k_new");
+  for (const auto& [name, t] : {std::pair<const char*, const TensorView&>{"k_new", p.k_new},
+                                {"v_new", p.v_new}}) {
+    if (t.rank() != 2 || t.dim(0) != k[0] || t.dim(1) != k[1]) {
+      Fail(name, t, StrCat("must be [Bl, d] = [", k[0], ", ", k[1], "] (this step's row of each of ",
+                           "the Bl batch rows, written at position T - 1 of the cache)"));
+    }
+    if (t.dtype() != p.k_cache.dtype()) {
+      Fail(name, t, StrCat("dtype must equal k_cache's ", DTypeName(p.k_cache.dtype())));
+    }
+  }
 }
 
 AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
@@ -150,15 +173,39 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
   plan.rows = p.q.dim(1);
   plan.d = p.q.dim(2);
   plan.tokens = p.k_cache.dim(2);
-  const int64_t np = prof.partitions();
-  plan.rows_per_group = std::clamp<int64_t>(np / plan.heads, 1, plan.rows);
-  plan.rows_per_pack = std::clamp<int64_t>(np / plan.d, 1, plan.rows_per_group);
-  plan.rows_per_group = plan.rows_per_group / plan.rows_per_pack * plan.rows_per_pack;
   plan.block = prof.pe_max_moving_free();
-  // An even split: each core's HBM port moves half of the cache (rounding core 0 up to 128
-  // tokens cost up to 1.25x at T = 1025).
-  plan.core0_tokens = lnc == 1 ? plan.tokens : (plan.tokens + 1) / 2;
-  (void)np;
+  const int64_t np = prof.partitions();
+  // Rows sharing one online softmax, over `rows` rows.
+  auto group_of = [&](int64_t rows) {
+    const int64_t pack = std::clamp<int64_t>(np / plan.d, 1, std::clamp<int64_t>(np / plan.heads, 1, rows));
+    const int64_t group = std::clamp<int64_t>(np / plan.heads, 1, rows);
+    return std::pair<int64_t, int64_t>{pack, group / pack * pack};
+  };
+  // LNC 2 splits the rows when Bl is even and the softmax of a core's rows still trails its HBM
+  // stream (a core's Vector / Scalar instructions cover one group of rows, so halving a single
+  // group doubles each core's softmax time); otherwise the tokens.
+  plan.core0_rows = plan.rows;
+  if (lnc == 2 && plan.rows % 2 == 0) {
+    const int64_t half = plan.rows / 2, group = group_of(half).second;
+    const int64_t groups = (half + group - 1) / group;
+    const int64_t n_blocks = (plan.tokens + plan.block - 1) / plan.block;
+    const int64_t width = std::min(plan.block, ((plan.tokens + n_blocks - 1) / n_blocks + np - 1) / np * np);
+    const bool fp32 = p.k_cache.dtype() == DType::kFloat32;
+    // Per block: the row max (Vector, fp32 scores) and exp with its row sum (Scalar).
+    const double softmax_ns =
+        static_cast<double>(groups * n_blocks) *
+        std::max(ComputeOpNs(prof, Engine::kVector, width, false),
+                 ComputeOpNs(prof, Engine::kScalar, width, !fp32));
+    const double hbm_ns = HbmTransferNs(prof, half * 2 * plan.d * plan.tokens * SizeOf(p.k_cache.dtype()));
+    plan.split_rows = softmax_ns <= hbm_ns;
+    if (plan.split_rows) plan.core0_rows = half;
+  }
+  const auto [pack, group] = group_of(plan.split_rows ? plan.core0_rows : plan.rows);
+  plan.rows_per_pack = pack;
+  plan.rows_per_group = group;
+  // Tokens: an even split (each core's HBM port moves half of the cache; rounding core 0 up to
+  // 128 tokens cost up to 1.25x at T = 1025), or all of them on each core when the rows split.
+  plan.core0_tokens = lnc == 1 || plan.split_rows ? plan.tokens : (plan.tokens + 1) / 2;
   return plan;
 }
 
@@ -169,13 +216,18 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const AttentionTkgPlan plan = PlanAttentionTkg(params, ctx.n_prgs, prof);
   const int64_t g = plan.heads, bl = plan.rows, d = plan.d, np = prof.partitions();
   const int64_t c = plan.rows_per_pack, r = plan.rows_per_group, cd = c * d;
-  const int64_t groups = (bl + r - 1) / r;
   const DType kdt = params.k_cache.dtype(), vdt = params.v_cache.dtype(), odt = out.dtype();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int s = ctx.prg_id, lnc = ctx.n_prgs;
-  const int64_t t_lo = s == 0 ? 0 : plan.core0_tokens;
-  const int64_t t_hi = (s == 0 && lnc == 2) ? plan.core0_tokens : plan.tokens;
-  auto group_rows = [&](int64_t gi) { return std::min(r, bl - gi * r); };
+  // This core's rows [row_lo, row_hi) and tokens [t_lo, t_hi); `merge`: the tokens are split, so
+  // the partials cross between the cores.
+  const bool merge = lnc == 2 && !plan.split_rows;
+  const int64_t row_lo = plan.split_rows && s == 1 ? plan.core0_rows : 0;
+  const int64_t row_hi = plan.split_rows && s == 0 ? plan.core0_rows : bl;
+  const int64_t t_lo = merge && s == 1 ? plan.core0_tokens : 0;
+  const int64_t t_hi = merge && s == 0 ? plan.core0_tokens : plan.tokens;
+  const int64_t groups = (row_hi - row_lo + r - 1) / r;
+  auto group_rows = [&](int64_t gi) { return std::min(r, row_hi - row_lo - gi * r); };
   auto group_packs = [&](int64_t gi) { return (group_rows(gi) + c - 1) / c; };
 
   // ---- the steps and the KV chunks in PE consumption order ----
@@ -186,30 +238,39 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const int64_t width =
       n_blocks == 0 ? plan.block
                     : std::min(plan.block, ((t_hi - t_lo + n_blocks - 1) / n_blocks + np - 1) / np * np);
+  // With k_new / v_new, the core holding token T - 1 takes it from SBUF: its K column and V row
+  // are loaded once for all of the core's rows (kn [c * d, packs], pack i's rows stacked on the
+  // partitions as in the scores matmul; vn: every row's V on partition p, where the token sits
+  // in the last block's V chunk) instead of as a column / row of every row's last chunks.
+  const bool with_new = params.k_new.valid() && t_hi == plan.tokens && t_hi > t_lo;
   for (int64_t gi = 0; gi < groups; ++gi) {
     for (int64_t t0 = t_lo; t0 < t_hi; t0 += width) {
-      steps.push_back({gi, t0, std::min(width, t_hi - t0), t0 == t_lo, t0 + width >= t_hi});
+      const bool last = t0 + width >= t_hi;
+      steps.push_back({gi, t0, std::min(width, t_hi - t0), t0 == t_lo, last, with_new && last});
     }
   }
   const int64_t n_steps = static_cast<int64_t>(steps.size());
+  const int64_t new_p = with_new ? (steps.back().w - 1) % np : 0;  // vn's partition
   const bool merged_k = params.k_cache.strides()[0] == d * params.k_cache.strides()[1];
   auto k_chunk = [&](const Step& st, int64_t pack) {
-    const int64_t b0 = st.group * r + pack * c, cc = std::min(c, bl - b0);
+    const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     std::vector<Piece> pieces;
+    const int64_t w = st.w - (st.with_new ? 1 : 0);  // cache columns
+    if (w == 0) return pieces;
     if (merged_k || cc == 1) {
-      const TensorView rows = params.k_cache.slice(0, b0, b0 + cc).slice(2, st.t0, st.t0 + st.w);
-      AccessPattern flat{rows.offset(), {{rows.strides()[1], cc * d}, {rows.strides()[2], st.w}}};
+      const TensorView rows = params.k_cache.slice(0, b0, b0 + cc).slice(2, st.t0, st.t0 + w);
+      AccessPattern flat{rows.offset(), {{rows.strides()[1], cc * d}, {rows.strides()[2], w}}};
       pieces.push_back({0, rows.ap(flat)});
     } else {
       for (int64_t j = 0; j < cc; ++j) {
-        pieces.push_back({j * d, params.k_cache.select(0, b0 + j).slice(1, st.t0, st.t0 + st.w)});
+        pieces.push_back({j * d, params.k_cache.select(0, b0 + j).slice(1, st.t0, st.t0 + w)});
       }
     }
     return pieces;
   };
   // V of a pack: the full 128-token chunks as [128, n, cc, d], then the remainder [rem, cc, d].
   auto v_chunks = [&](const Step& st, int64_t pack) {
-    const int64_t b0 = st.group * r + pack * c, cc = std::min(c, bl - b0);
+    const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     const int64_t nfull = st.w / np, rem = st.w % np;
     const TensorView rows = params.v_cache.slice(0, b0, b0 + cc);
     std::vector<std::vector<Piece>> out_chunks;
@@ -220,9 +281,15 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
                         {full.strides()[0], cc}, {full.strides()[2], d}}};
       out_chunks.push_back({{0, full.ap(ap)}});
     }
+    // With this step's token the cache's position T - 1 is not used: a chunk of that token alone
+    // is not loaded (pv takes it from vn); in a longer chunk it rides along, unused, so the
+    // chunk stays one box (one DMA).
     if (rem > 0) {
-      out_chunks.push_back(
-          {{0, rows.slice(1, st.t0 + nfull * np, st.t0 + st.w).permute({1, 0, 2})}});
+      std::vector<Piece> pieces;
+      if (!(st.with_new && rem == 1)) {
+        pieces.push_back({0, rows.slice(1, st.t0 + nfull * np, st.t0 + st.w).permute({1, 0, 2})});
+      }
+      out_chunks.push_back(std::move(pieces));
     }
     return out_chunks;
   };
@@ -291,7 +358,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const int64_t nj_max = plan.block / np;
   const std::vector<Tile> qbd = sbuf_ring("q_blockdiag", 2, {np, (r / c) * c * g}, kdt);
   const std::vector<Tile> gstate = sbuf_ring("partial", ring, {np, cd + 2}, f32);
-  const std::vector<Tile> peer = lnc == 2 ? sbuf_ring("peer_partial", 2, {np, cd + 2}, f32)
+  const std::vector<Tile> peer = merge ? sbuf_ring("peer_partial", 2, {np, cd + 2}, f32)
                                           : std::vector<Tile>{};
   const std::vector<Tile> out_t = sbuf_ring("out", 2, {np, cd}, odt);
   std::vector<Tile> s_ps, p_sb, mx, nb, alpha, rs, pt_ps, pt_sb, pv_ps, pv_sb;
@@ -315,7 +382,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   // pack i holds q[h, b0 + i*c + j, e].
   auto load_q = [&](int64_t gi) {
     const Tile& t = at(qbd, gi);
-    const int64_t b0 = gi * r, rows = group_rows(gi);
+    const int64_t b0 = row_lo + gi * r, rows = group_rows(gi);
     if (c > 1) nisa::memset(t, 0.0f, Engine::kGpSimd);
     if (c == 1) {
       nisa::dma_copy(t.slice(0, 0, d).slice(1, 0, rows * g).reshape({rows, g}),
@@ -370,17 +437,71 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   KvStream stream(core, std::max(plan.block, nj_max * cd), kdt, std::move(chunks),
                   kSlotsPerQueue * prof.dma_queues());
   if (groups > 0 && n_steps > 0) load_q(0);
+  // This step's K column and V row of the core's rows (with_new): two DMAs ahead of the stream.
+  // With one row per pack, new_mask[b * G + h, b] = 1 picks each row's own score.
+  Tile kn, vn, new_sb, new_mask;
+  if (with_new && c == 1) {
+    new_sb = core.AllocateSbuf("new_scores_own", {np, r}, f32);
+    new_mask = core.AllocateSbuf("new_mask", {np, r}, f32);
+    nisa::memset(new_mask, 0.0f, Engine::kGpSimd);
+    for (int64_t b = 0; b < r; ++b) {
+      nisa::memset(new_mask.slice(0, b * g, (b + 1) * g).slice(1, b, b + 1), 1.0f, Engine::kGpSimd);
+    }
+  }
+  if (with_new) {
+    const int64_t n_rows = row_hi - row_lo, full_packs = n_rows / c, tail = n_rows % c;
+    kn = core.AllocateSbuf("k_new", {np, (n_rows + c - 1) / c}, kdt);
+    vn = core.AllocateSbuf("v_new", {np, n_rows * d}, vdt);
+    const TensorView& kv = params.k_new;
+    const int64_t s0 = kv.strides()[0], s1 = kv.strides()[1];
+    auto load_packs = [&](int64_t first_row, int64_t rows, int64_t pack0, int64_t packs) {
+      const TensorView src = kv.slice(0, first_row, first_row + rows * packs);
+      nisa::dma_copy(kn.slice(0, 0, rows * d).slice(1, pack0, pack0 + packs),
+                     src.ap(AccessPattern{src.offset(), {{s1, rows * d}, {rows * s0, packs}}}));
+    };
+    if (c == 1 || s0 == d * s1) {
+      if (full_packs > 0) load_packs(row_lo, c, 0, full_packs);
+      if (tail > 0) load_packs(row_lo + full_packs * c, tail, full_packs, 1);
+    } else {
+      for (int64_t b = 0; b < n_rows; ++b) {
+        nisa::dma_copy(kn.slice(0, (b % c) * d, (b % c + 1) * d).slice(1, b / c, b / c + 1),
+                       kv.slice(0, row_lo + b, row_lo + b + 1).permute({1, 0}));
+      }
+    }
+    nisa::dma_copy(vn.slice(0, new_p, new_p + 1).slice(1, 0, n_rows * d).reshape({n_rows, d}),
+                   params.v_new.slice(0, row_lo, row_hi));
+  }
   stream.Start();
   int64_t next_chunk = 0, q_loaded = n_steps > 0 ? 1 : 0;
 
   auto qk = [&](int64_t k, int64_t pack) {
     const Step& st = steps[static_cast<size_t>(k)];
     if (st.group + 1 < groups && q_loaded == st.group + 1) load_q(q_loaded++);
-    const int64_t b0 = st.group * r + pack * c, cc = std::min(c, bl - b0);
-    const Tile kt = stream.Get(next_chunk).slice(0, 0, cc * d).slice(1, 0, st.w);
-    const int64_t p0 = pack * c * g;
-    nisa::nc_matmul(at(s_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, st.w),
-                    at(qbd, st.group).slice(0, 0, cc * d).slice(1, p0, p0 + cc * g), kt);
+    const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
+    const int64_t p0 = pack * c * g, w = st.w - (st.with_new ? 1 : 0);
+    const Tile qs = at(qbd, st.group).slice(0, 0, cc * d).slice(1, p0, p0 + cc * g);
+    const Tile sc = at(s_ps, k).slice(0, p0, p0 + cc * g);
+    if (w > 0) {
+      nisa::nc_matmul(sc.slice(1, 0, w), qs,
+                      stream.Get(next_chunk).slice(0, 0, cc * d).slice(1, 0, w));
+    }
+    if (st.with_new && c > 1) {
+      // This step's token: its K column from kn, into the block's last score column (the
+      // block-diagonal q keeps the pack's rows apart).
+      const int64_t pk = (b0 - row_lo) / c;
+      nisa::nc_matmul(sc.slice(1, w, w + 1), qs, kn.slice(0, 0, cc * d).slice(1, pk, pk + 1));
+    } else if (st.with_new && pack == 0) {
+      // One row per pack: the scores of the group's rows against every row's K column in one
+      // matmul, [rows * G, rows]; row b's own column masked and summed into the last column.
+      const int64_t rows = group_rows(st.group), pp = rows * g, b1 = b0 - row_lo;
+      // The scores bank of step k + 1 is free: step k - L, its last user, has had its softmax.
+      const Tile all = at(s_ps, k + 1).slice(0, 0, pp).slice(1, 0, rows);
+      nisa::nc_matmul(all, at(qbd, st.group).slice(0, 0, d).slice(1, 0, pp),
+                      kn.slice(0, 0, d).slice(1, b1, b1 + rows));
+      const Tile own = new_sb.slice(0, 0, pp).slice(1, 0, rows);
+      nisa::tensor_tensor(own, all, new_mask.slice(0, 0, pp).slice(1, 0, rows), AluOp::kMultiply);
+      nisa::tensor_reduce(at(s_ps, k).slice(0, 0, pp).slice(1, st.w - 1, st.w), AluOp::kAdd, own, {1});
+    }
     stream.Release();
     ++next_chunk;
   };
@@ -391,8 +512,6 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile sc = at(s_ps, k).slice(0, 0, pp).slice(1, 0, st.w);
     const Tile m = at(mx, k).slice(0, 0, pp), nbk = at(nb, k).slice(0, 0, pp);
     nisa::tensor_reduce(m, AluOp::kMax, sc, {1});
-    const Tile& gs = at(gstate, st.group);
-    const Tile l = gs.slice(0, 0, pp).slice(1, cd + 1, cd + 2);
     if (st.first) {
       nisa::tensor_scalar(nbk, m, {.op0 = AluOp::kMultiply, .operand0 = -scale});
     } else {
@@ -403,14 +522,31 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile rsk = at(rs, k).slice(0, 0, pp);
     nisa::activation(at(p_sb, k).slice(0, 0, pp).slice(1, 0, st.w), ActFn::kExp, sc,
                      {.scale = scale, .bias = nbk, .reduce_op = AluOp::kAdd, .reduce_res = rsk});
+    if (!st.first) {
+      nisa::activation(at(alpha, k).slice(0, 0, pp), ActFn::kExp, at(nb, k - 1).slice(0, 0, pp),
+                       ShiftedExp(nbk));
+    }
+  };
+
+  // The running sum (and, after the last block, the max) of step k, issued with its accumulator
+  // update rather than with its softmax: on the in-order GpSimd queue they would otherwise hold
+  // the P^T eviction of the next step behind this block's softmax chain.
+  auto update_sum = [&](int64_t k) {
+    const Step& st = steps[static_cast<size_t>(k)];
+    const int64_t pp = group_rows(st.group) * g;
+    const Tile& gs = at(gstate, st.group);
+    const Tile l = gs.slice(0, 0, pp).slice(1, cd + 1, cd + 2);
+    const Tile rsk = at(rs, k).slice(0, 0, pp);
     if (st.first) {
       nisa::tensor_copy(l, rsk, Engine::kGpSimd);
     } else {
-      const Tile a = at(alpha, k).slice(0, 0, pp);
-      nisa::activation(a, ActFn::kExp, at(nb, k - 1).slice(0, 0, pp), ShiftedExp(nbk));
-      nisa::scalar_tensor_tensor(l, l, AluOp::kMultiply, a, AluOp::kAdd, rsk, Engine::kGpSimd);
+      nisa::scalar_tensor_tensor(l, l, AluOp::kMultiply, at(alpha, k).slice(0, 0, pp), AluOp::kAdd,
+                                 rsk, Engine::kGpSimd);
     }
-    if (st.last) nisa::tensor_copy(gs.slice(0, 0, pp).slice(1, cd, cd + 1), nbk, Engine::kGpSimd);
+    if (st.last && merge) {  // the max only crosses to the peer
+      nisa::tensor_copy(gs.slice(0, 0, pp).slice(1, cd, cd + 1), at(nb, k).slice(0, 0, pp),
+                        Engine::kGpSimd);
+    }
   };
 
   // P^T of step k: 128-token chunks of P transposed on the PE, then evicted to SBUF.
@@ -438,7 +574,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   auto pv = [&](int64_t k, int64_t pack, int64_t n_chunks) {
     const Step& st = steps[static_cast<size_t>(k)];
     const int64_t pp = group_rows(st.group) * g;
-    const int64_t b0 = st.group * r + pack * c, cc = std::min(c, bl - b0);
+    const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     const int64_t nfull = st.w / np, rem = st.w % np, p0 = pack * c * g;
     const Tile dst = v_stationary ? at(pv_ps, k).slice(0, 0, cc * d).slice(1, p0, p0 + cc * g)
                                   : at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
@@ -450,11 +586,25 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
       const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
-        const Tile p_t = pt.slice(0, 0, wj).slice(1, j * pp + p0, j * pp + p0 + cc * g);
-        if (v_stationary) {
-          nisa::nc_matmul(dst, v.select(1, jj), p_t, {.accumulate = j > 0});
-        } else {
-          nisa::nc_matmul(dst, p_t, v.select(1, jj), {.accumulate = j > 0});
+        // This step's token (partition new_p of the step's last 128-token chunk) contracts apart,
+        // its V rows from vn: the cache DMA skipped that partition.
+        const bool new_here = st.with_new && ch == n_chunks - 1 && jj == n_in - 1;
+        const int64_t pw = new_here ? wj - 1 : wj;
+        const Tile p_t = pt.slice(1, j * pp + p0, j * pp + p0 + cc * g);
+        bool accumulate = j > 0;
+        auto matmul = [&](const Tile& v_rows, const Tile& p_rows) {
+          if (v_stationary) {
+            nisa::nc_matmul(dst, v_rows, p_rows, {.accumulate = accumulate});
+          } else {
+            nisa::nc_matmul(dst, p_rows, v_rows, {.accumulate = accumulate});
+          }
+          accumulate = true;
+        };
+        if (pw > 0) matmul(v.slice(0, 0, pw).select(1, jj), p_t.slice(0, 0, pw));
+        if (new_here) {
+          const int64_t v0 = (b0 - row_lo) * d;
+          matmul(vn.slice(0, new_p, new_p + 1).slice(1, v0, v0 + cc * d),
+                 p_t.slice(0, new_p, new_p + 1));
         }
       }
       stream.Release();
@@ -488,13 +638,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
 
   // The group's result: merge with the peer's partial (LNC 2), normalise, store this core's rows.
   auto finish = [&](int64_t gi) {
-    const int64_t rows = group_rows(gi), pp = rows * g, b0 = gi * r;
+    const int64_t rows = group_rows(gi), pp = rows * g, b0 = row_lo + gi * r;
     const Tile gs = at(gstate, gi).slice(0, 0, pp);
     const Tile acc = gs.slice(1, 0, cd), nbs = gs.slice(1, cd, cd + 1), ls = gs.slice(1, cd + 1, cd + 2);
     const Tile res = at(out_t, gi).slice(0, 0, pp);
     Tile tmp = core.AllocateSbuf("merge_tmp", {pp, 6}, f32);
     const Tile w_self = tmp.slice(1, 0, 1), rl = tmp.slice(1, 1, 2);
-    if (lnc == 1) {
+    if (!merge) {
       nisa::reciprocal(rl, ls);
       nisa::tensor_scalar(res, acc, {.op0 = AluOp::kMultiply, .operand0 = rl});
     } else {
@@ -516,15 +666,28 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     // Rows (or, for a one-row group, heads) this core stores.
     int64_t r0 = 0, r1 = rows, h0 = 0, h1 = g;
-    if (lnc == 2 && rows > 1) {
+    if (merge && rows > 1) {
       r0 = rows * s / 2, r1 = rows * (s + 1) / 2;
-    } else if (lnc == 2) {
+    } else if (merge) {
       h0 = g * s / 2, h1 = g * (s + 1) / 2;
     }
+    // With k_new, the stores leave the last DMA queue to AttentionTkgAppendKernel (which runs
+    // after and so starts when that queue's last KV DMA ends) if they fit on the others; with
+    // one head the group's rows sit on consecutive partitions, as in out[0, rows, :], and go as
+    // one DMA.
+    nisa::DmaOptions store;
+    const int64_t free_queues = prof.dma_queues() - 1;
+    if (params.k_new.valid() && g == 1 && c == 1 && r1 > r0) {
+      store.queue = EarliestQueue(core, free_queues);
+      nisa::dma_copy(out.select(0, 0).slice(0, b0 + r0, b0 + r1), res.slice(0, r0, r1), store);
+      return;
+    }
+    const bool spare = params.k_new.valid() && (h0 < h1 ? r1 - r0 : 0) <= free_queues;
     for (int64_t b = r0; b < r1 && h0 < h1; ++b) {
       const int64_t j = b % c;
+      if (spare) store.queue = EarliestQueue(core, free_queues);
       nisa::dma_copy(out.select(1, b0 + b).slice(0, h0, h1),
-                     res.slice(0, b * g + h0, b * g + h1).slice(1, j * d, (j + 1) * d));
+                     res.slice(0, b * g + h0, b * g + h1).slice(1, j * d, (j + 1) * d), store);
     }
   };
 
@@ -547,6 +710,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     for (; it < order.size() && order[it].is_k && order[it].step == k; ++it) qk(k, order[it].pack);
     softmax(k);
   }
+  // Step k's accumulator update is issued in iteration k + 1, after the P^T eviction of step
+  // k + 1: on the in-order GpSimd queue the update (which waits for P @ V of step k) would
+  // otherwise hold that eviction, and P @ V of step k + 1 behind it.
+  auto retire = [&](int64_t k) {
+    update_sum(k);  // first: its inputs are long ready, and the final 1 / sum needs it
+    update(k);
+  };
   for (int64_t k = 0; k < n_steps; ++k) {
     transpose(k);
     for (size_t i = iteration_begin[static_cast<size_t>(k)];
@@ -559,19 +729,37 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       }
     }
     if (k + look < n_steps) softmax(k + look);
-    update(k);
-    // A group's merge and stores are issued one iteration late, behind the next softmax, so the
-    // in-order Vector / Scalar queues do not hold the next block's softmax behind them.
+    // A group's merge and stores are issued one iteration after its last update, behind the next
+    // softmax, so the in-order Vector / Scalar queues do not hold that softmax behind them.
     if (pending >= 0) finish(pending);
-    pending = steps[static_cast<size_t>(k)].last ? steps[static_cast<size_t>(k)].group : -1;
+    pending = -1;
+    if (k > 0) {
+      retire(k - 1);
+      if (steps[static_cast<size_t>(k - 1)].last) pending = steps[static_cast<size_t>(k - 1)].group;
+    }
   }
+  retire(n_steps - 1);
   if (pending >= 0) finish(pending);
+  finish(steps.back().group);
+}
+
+void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams& params) {
+  if (!params.k_new.valid()) return;
+  const int64_t last = params.k_cache.dim(2) - 1;
+  // The queue the kernel's stores left free (it frees when the core's KV stream ends).
+  nisa::DmaOptions queue;
+  queue.queue = static_cast<int>(ctx.core.profile().dma_queues()) - 1;
+  if (ctx.prg_id == 0) nisa::dma_copy(params.k_cache.select(2, last), params.k_new, queue);
+  if (ctx.prg_id == ctx.n_prgs - 1) nisa::dma_copy(params.v_cache.select(1, last), params.v_new, queue);
 }
 
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
   ValidateAttentionTkg(params, lnc.profile());
   TensorView out = TensorView::Create(params.q.shape(), params.q.dtype(), "attention_out");
   lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, params, out); });
+  if (params.k_new.valid()) {
+    lnc.Launch([&](const KernelContext& ctx) { AttentionTkgAppendKernel(ctx, params); });
+  }
   return out;
 }
 

@@ -2,7 +2,9 @@
 // (GQA), over a KV cache of T tokens per batch row: for every batch row b and head g,
 //   out[g, b, :] = softmax_t(q[g, b, :] . K[b, :, t] / sqrt(d)) @ V[b, t, :].
 //
-// Cache layout (chosen for the hardware; the caller appends this step's K / V before the call):
+// Cache layout (chosen for the hardware). Position T - 1 is this step's token: either the
+// caller appends it before the call, or it passes k_new / v_new (AttentionTkgParams) and the
+// kernel takes that token from them and writes it into the caches itself:
 //   k_cache [Bl, d, T]: the head dim on the partitions, so a [d, 512-token] tile is one plain DMA
 //                       (each partition reads a contiguous token run; no transposing DMA);
 //   v_cache [Bl, T, d]: the tokens on the partitions, the contraction of P @ V.
@@ -21,17 +23,31 @@
 //     stationary, P^T [128, c * G] moving (a matmul costs max(c * G, 64) instead of max(c * d, 64)
 //     cycles), giving the block's output transposed, [c * d, rows * G], which one Vector transpose
 //     from PSUM per block brings back to the accumulator's [rows * G, c * d]; otherwise P^T
-//     stationary, V moving.
+//     stationary, V moving. A block's running-sum and accumulator updates are issued one block
+//     late, after the next block's P^T eviction, so the in-order GpSimd queue never holds that
+//     eviction (and the PE) behind a softmax chain.
 //   * The K / V blocks stream from HBM through a ring of SBUF slots over the DMA queues in the
-//     order the PE consumes them, cut into DMAs of at most 96 KiB (smaller at the start and for
-//     short streams, so every queue carries its share and the first blocks arrive early; past its
-//     first MiB a stream of 6 MiB or more rounds the piece count down instead, so a 128 KiB chunk
-//     is one DMA and the 16 queues outrun the HBM port, but for its last MiB) (the scores of block k + L interleaved with P @ V of block k), so
-//     the PE and the other engines trail the HBM stream.
-//   * LNC = 2 splits the tokens evenly between the two cores (core 0 the first ceil(T/2)), so
-//     each core's HBM port moves half of the cache. Each core keeps its partial (max, sum, unnormalised output) per group; the partials
-//     are exchanged with sendrecv and merged exactly (log-sum-exp), and core c stores half of the
-//     group's rows (or, for a one-row group, half of its heads).
+//     order the PE consumes them (the scores of block k + L interleaved with P @ V of block k),
+//     cut into DMAs of at most 96 KiB (smaller at the start and for short streams, so every queue
+//     carries its share and the first blocks arrive early; past its first MiB a stream of 6 MiB
+//     or more rounds the piece count down instead, so a 128 KiB chunk is one DMA and the 16
+//     queues outrun the HBM port, but for its last MiB), so the PE and the other engines trail
+//     the HBM stream.
+//   * LNC = 2 with an even Bl splits the rows (core 0 the first Bl / 2) when a core's softmax
+//     still trails its half of the stream (cost-model estimate; a core's instructions cover one
+//     group, so halving a single group doubles its softmax time): each core streams all T tokens
+//     of its rows, half of the cache, and stores its rows; no partial crosses the link.
+//     Otherwise the tokens split evenly (core 0 the first ceil(T / 2)): each core keeps its
+//     partial (max, sum, unnormalised output) per group; the partials are exchanged with
+//     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
+//     for a one-row group, half of its heads).
+//   * With k_new / v_new, the core holding token T - 1 loads k_new (as [c * d, packs], the
+//     scores' layout) and v_new in one DMA each; the token's scores come from one extra matmul
+//     per row group (one row per pack: all rows against all K columns, the own column masked and
+//     summed into the block's last score column; d <= 64: one per pack), its P @ V from one extra
+//     1-partition matmul per pack. The cache's position T - 1 is not loaded when it is alone in
+//     its 128-token chunk; in a longer chunk it rides along unused, so the chunk stays one DMA.
+//     AttentionTkg() then writes k_new / v_new into the caches (AttentionTkgAppendKernel).
 //
 // Errors: Error(kInvalidArgument) worded "attention_tkg: <operand> <shape>: <rule>" (see
 // ValidateAttentionTkg); Error(kOutOfResources) if a tile does not fit. Nothing is written when
@@ -52,11 +68,19 @@ struct AttentionTkgParams {
   TensorView q;        // [G, Bl, d]: G query heads sharing one KV head, Bl batch rows
   TensorView k_cache;  // [Bl, d, T]: T cached tokens, this step's included
   TensorView v_cache;  // [Bl, T, d]
+  // Optional, both or neither: this step's K and V rows, [Bl, d] in the caches' dtype. When
+  // given, position T - 1 of the caches is this step's token: the kernel reads tokens [0, T - 1)
+  // from the caches and the last one from k_new / v_new (one DMA each, used from SBUF), and
+  // AttentionTkg() writes k_new into k_cache[:, :, T - 1] and v_new into v_cache[:, T - 1, :], so
+  // the caller issues no append of its own. Whatever the caches held at T - 1 is ignored.
+  TensorView k_new = {};
+  TensorView v_new = {};
 };
 
 // Throws Error(kInvalidArgument) unless: q, k_cache and v_cache are 3-D float tensors; d <= the
 // partitions (128); G <= pe_cols (128); T >= 1; k_cache is [Bl, d, T] and v_cache [Bl, T, d]
-// with the same Bl, d and T; q's Bl and d match the caches'.
+// with the same Bl, d and T; q's Bl and d match the caches'; k_new and v_new are both absent or
+// both [Bl, d] in the caches' dtype.
 void ValidateAttentionTkg(const AttentionTkgParams& params, const HardwareProfile& profile);
 
 // How the kernel tiles a case (exposed for tests and listings).
@@ -68,18 +92,32 @@ struct AttentionTkgPlan {
   int64_t rows_per_pack = 0;   // rows sharing one scores matmul (stacked on the contraction)
   int64_t rows_per_group = 0;  // rows sharing one online softmax (group * G <= 128 partitions)
   int64_t block = 0;           // largest KV block (512); a core uses ceil(n / 512) equal blocks
-  int64_t core0_tokens = 0;    // LNC 2: core 0 takes [0, core0_tokens), core 1 the rest
+  bool split_rows = false;     // LNC 2: the cores split the rows (no merge), else the tokens
+  int64_t core0_rows = 0;      // LNC 2 split_rows: core 0 takes rows [0, core0_rows), core 1 the
+                               // rest; rows_per_pack / rows_per_group are then over a core's rows
+  int64_t core0_tokens = 0;    // LNC 2 token split: core 0 takes [0, core0_tokens), core 1 the
+                               // rest (= tokens when the rows split)
 };
 // REQUIRES: params valid (ValidateAttentionTkg).
 AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
                                   const HardwareProfile& profile);
 
 // The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d].
+// Reads the caches only (with k_new / v_new, tokens [0, T - 1)); never writes them.
 // REQUIRES: params valid; out [G, Bl, d] float.
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
                         const TensorView& out);
 
-// Validates, allocates out [G, Bl, d] in q's dtype and runs on every core of lnc.
+// The SPMD append of k_new / v_new into position T - 1 of the caches: one HBM-to-HBM DMA per
+// cache (core 0 writes K, core 1 V; LNC 1 core 0 both), on the queue that frees first. Run it in
+// a launch after AttentionTkgKernel's: the simulator orders HBM writes per buffer, so a write
+// into a cache while a core still reads it would hold those reads. No-op without k_new.
+// REQUIRES: params valid.
+void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams& params);
+
+// Validates (nothing is read or written if that fails), allocates out [G, Bl, d] in q's dtype,
+// runs AttentionTkgKernel on every core of lnc and then, with k_new / v_new,
+// AttentionTkgAppendKernel.
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
 
 }  // namespace nkisim::kernels

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "kernels/reference/attention_ref.h"
 #include "runtime/hardware_profile.h"
@@ -22,6 +23,55 @@ AttentionTkgParams MakeTkgParams(const TkgCase& c, uint64_t seed) {
   };
   return {make({c.g, c.bl, c.d}, "q", -2.0f, 2.0f), make({c.bl, c.d, c.t}, "k_cache", -1.0f, 1.0f),
           make({c.bl, c.t, c.d}, "v_cache", -1.0f, 1.0f)};
+}
+
+AttentionTkgParams MakeTkgParamsWithNew(const TkgCase& c, uint64_t seed) {
+  AttentionTkgParams p = MakeTkgParams(c, seed);
+  for (const char* name : {"k_new", "v_new"}) {
+    TensorView t = TensorView::Create({c.bl, c.d}, c.dtype, name);
+    FillUniform(t, CounterRng(seed, TensorIdFromName(name)), -1.0f, 1.0f);
+    (std::string(name) == "k_new" ? p.k_new : p.v_new) = t;
+  }
+  for (int64_t b = 0; b < c.bl; ++b) {
+    for (int64_t e = 0; e < c.d; ++e) {
+      p.k_cache.set({b, e, c.t - 1}, 50.0f);
+      p.v_cache.set({b, c.t - 1, e}, 50.0f);
+    }
+  }
+  return p;
+}
+
+namespace {
+
+TensorView CopyOf(const TensorView& t) {
+  TensorView out = TensorView::Create(t.shape(), t.dtype(), t.name() + "_with_new");
+  const std::vector<float> values = t.ToFloats();
+  const Shape& shape = t.shape();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    out.set({i / (shape[1] * shape[2]), (i / shape[2]) % shape[1], i % shape[2]},
+            values[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TensorView KCacheWithNew(const AttentionTkgParams& p) {
+  TensorView k = CopyOf(p.k_cache);
+  const int64_t last = k.dim(2) - 1;
+  for (int64_t b = 0; b < k.dim(0); ++b) {
+    for (int64_t e = 0; e < k.dim(1); ++e) k.set({b, e, last}, p.k_new.get({b, e}));
+  }
+  return k;
+}
+
+TensorView VCacheWithNew(const AttentionTkgParams& p) {
+  TensorView v = CopyOf(p.v_cache);
+  const int64_t last = v.dim(1) - 1;
+  for (int64_t b = 0; b < v.dim(0); ++b) {
+    for (int64_t e = 0; e < v.dim(2); ++e) v.set({b, last, e}, p.v_new.get({b, e}));
+  }
+  return v;
 }
 
 TkgRun RunTkg(const AttentionTkgParams& params, int lnc) {
@@ -44,8 +94,12 @@ double TkgRooflineNs(const AttentionTkgParams& p, int lnc) {
                   flops / (lnc * PeakBf16Tflops(prof) * 1000.0));
 }
 
-void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden) {
-  const AttentionTkgParams p = MakeTkgParams(c);
+void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden,
+                             bool with_new) {
+  const AttentionTkgParams p = with_new ? MakeTkgParamsWithNew(c) : MakeTkgParams(c);
+  // The golden's caches: with k_new / v_new, as the kernel leaves them (checked before the run).
+  const TensorView k_ref = with_new && check_golden ? KCacheWithNew(p) : p.k_cache;
+  const TensorView v_ref = with_new && check_golden ? VCacheWithNew(p) : p.v_cache;
   const TkgRun run = RunTkg(p, c.lnc);
   const double bound = TkgRooflineNs(p, c.lnc), sim = run.lnc->now(), ratio = sim / bound;
   std::cout << c.name << ": simulated " << sim << " ns = " << ratio << "x the bound (" << bound
@@ -65,7 +119,7 @@ void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_go
   EXPECT_LE(ratio, ratio_limit) << c.name;
   if (check_golden) {
     EXPECT_TRUE(WithinTolerance(run.out.ToFloats(),
-                                reference::AttentionTkgRef(p.q, p.k_cache, p.v_cache),
+                                reference::AttentionTkgRef(p.q, k_ref, v_ref),
                                 TkgTolerance(c.dtype), c.name));
   }
 }

@@ -35,6 +35,14 @@ std::string TkgCaseName(const ::testing::TestParamInfo<TkgCase>& info);
 // c.dtype; the same seed gives the same tensors.
 AttentionTkgParams MakeTkgParams(const TkgCase& c, uint64_t seed = 7);
 
+// As MakeTkgParams, plus k_new and v_new [Bl, d] in [-1, 1]; position T - 1 of the caches holds
+// 50.0 (a value the kernel must ignore: it takes that token from k_new / v_new).
+AttentionTkgParams MakeTkgParamsWithNew(const TkgCase& c, uint64_t seed = 7);
+
+// Copies of the caches with k_new / v_new written at position T - 1 (what the golden sees).
+TensorView KCacheWithNew(const AttentionTkgParams& params);
+TensorView VCacheWithNew(const AttentionTkgParams& params);
+
 struct TkgRun {
   std::unique_ptr<LogicalCore> lnc;
   TensorView out;
@@ -49,8 +57,10 @@ reference::Tolerance TkgTolerance(DType dtype);
 // cores' HBM share (K and V dominate), or the matmul flops at the cores' bf16 PE peak.
 double TkgRooflineNs(const AttentionTkgParams& params, int lnc);
 
-// Runs the case, checks the golden when check_golden, and expects the simulated time within
-// ratio_limit x the roofline; prints "<name>: simulated N ns = R x the bound (B ns)".
-void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden);
+// Runs the case (with k_new / v_new when with_new; the bound is the same, the caches holding
+// this step's token once), checks the golden when check_golden, and expects the simulated time
+// within ratio_limit x the roofline; prints "<name>: simulated N ns = R x the bound (B ns)".
+void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden,
+                             bool with_new = false);
 
 }  // namespace nkisim::kernels::testing
