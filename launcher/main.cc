@@ -3,18 +3,12 @@
 // typed errors (see runtime/error.h).
 #include <cstdio>
 #include <exception>
+#include <map>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "launcher/calibrate_command.h"
-#include "launcher/collective_command.h"
-#include "launcher/demo_command.h"
-#include "launcher/kernel_attention_command.h"
-#include "launcher/kernel_qkv_command.h"
-#include "launcher/example_command.h"
-#include "launcher/kernel_oproj_command.h"
-#include "launcher/run_command.h"
-#include "launcher/validate_command.h"
+#include "launcher/commands/commands.h"
 #include "runtime/error.h"
 
 int main(int argc, char** argv) {
@@ -22,18 +16,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "nkisim 0.1.0");
   int exit_code = 0;
-  nkisim::launcher::AddDemoCommand(app, &exit_code);
-  nkisim::launcher::AddExampleCommand(app, &exit_code);
-  nkisim::launcher::AddValidateCommand(app, &exit_code);
-  nkisim::launcher::AddRunCommand(app, &exit_code);
-  nkisim::launcher::AddCollectiveCommand(app, &exit_code);
-  nkisim::launcher::AddCalibrateCommand(app, &exit_code);
-  CLI::App* kernel = app.add_subcommand(
-      "kernel", "Run one kernel case on one logical core: outputs, cost summary, trace, golden check");
-  kernel->require_subcommand(1);
-  nkisim::launcher::AddKernelQkvCommand(*kernel, &exit_code);
-  nkisim::launcher::AddKernelOprojCommand(*kernel, &exit_code);
-  nkisim::launcher::AddKernelAttentionCommand(*kernel, &exit_code);
+  // The command table (launcher/commands/commands.cc), groups before their members.
+  std::map<std::string, CLI::App*> groups = {{"", &app}};
+  for (const nkisim::launcher::Command& c : nkisim::launcher::Commands()) {
+    CLI::App* cmd = groups.at(c.parent)->add_subcommand(c.name, c.summary);
+    if (c.add != nullptr) {
+      c.add(cmd, &exit_code);
+    } else {
+      cmd->require_subcommand(1);
+      groups[c.name] = cmd;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

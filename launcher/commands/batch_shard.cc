@@ -1,4 +1,4 @@
-#include "launcher/batch_shard_command.h"
+#include "launcher/commands/batch_shard.h"
 
 #include <mpi.h>
 
@@ -13,7 +13,7 @@
 #include "collectives/batch_shard.h"
 #include "collectives/communicator.h"
 #include "collectives/topology.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
@@ -88,9 +88,9 @@ collectives::ResolvedTopology LoadAndCheckTopology(const BatchShardCaseOptions& 
                                               t.batch, " of the batch_shard block in ", o.topology,
                                               "; pass --b ", t.batch, " or leave --b out"));
   }
-  if (o.lnc != t.lnc) {
+  if (o.common.lnc != t.lnc) {
     Raise(ErrorCode::kInvalidArgument,
-          StrCat(kWhat, ": --lnc ", o.lnc, " does not match lnc ", t.lnc, " of ", o.topology,
+          StrCat(kWhat, ": --lnc ", o.common.lnc, " does not match lnc ", t.lnc, " of ", o.topology,
                  " (its placement assumes it); pass --lnc ", t.lnc));
   }
   if (world != t.world_size) {
@@ -145,8 +145,8 @@ void AddBatchShardCaseOptions(CLI::App* cmd, BatchShardCaseOptions* o) {
       "with --topology: rank R reads DIR/q.rank<R>.npy (default: seeded random inputs)"));
   needs_topology(cmd->add_option("--out-dir", o->out_dir,
                                  "with --topology: rank R writes DIR/q_out.rank<R>.npy"));
-  needs_topology(cmd->add_option("--seed", o->seed, "with --topology: seed of the random inputs"))
-      ->capture_default_str();
+  needs_topology(AddCommonOptions(cmd, &o->common, kSeedFlag, {}).seed)
+      ->description("with --topology: seed of the random inputs");
 }
 
 int RunBatchShardCase(const BatchShardCaseOptions& o) {
@@ -178,7 +178,7 @@ int RunBatchShardCase(const BatchShardCaseOptions& o) {
     const std::string in_path = o.in_dir.empty() ? "" : StrCat(o.in_dir, "/", name, ".npy");
     float lo = 0, hi = 0;
     SeedRange(plan.dtype, &lo, &hi);
-    const TensorView input = LoadOrRandomInput(in_path, name, in_shape, plan.dtype, o.seed, lo, hi);
+    const TensorView input = LoadOrRandomInput(in_path, name, in_shape, plan.dtype, o.common.seed, lo, hi);
 
     TensorView iota = TensorView::Create({1, world}, DType::kInt32, "iota_workers");
     for (int r = 0; r < world; ++r) iota.set({0, r}, static_cast<float>(topology.iota_workers[r]));
@@ -244,7 +244,7 @@ int RunBatchShardCase(const BatchShardCaseOptions& o) {
     collectives::CheckMpi(MPI_Reduce(&sim_ns, &sim_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
                           "MPI_Reduce of the simulated times");
     if (rank == 0) {
-      const std::string inputs = o.in_dir.empty() ? StrCat("seeded (--seed ", o.seed, ")")
+      const std::string inputs = o.in_dir.empty() ? StrCat("seeded (--seed ", o.common.seed, ")")
                                                   : StrCat(o.in_dir, "/q.rank<R>.npy");
       std::string table;
       for (int r = 0; r < world; ++r) table += StrCat(r ? ", " : "", topology.iota_workers[r]);

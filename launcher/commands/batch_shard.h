@@ -31,18 +31,19 @@
 #include <cstdint>
 #include <string>
 
+#include "launcher/commands/common_options.h"
+
 namespace nkisim::launcher {
 
 struct BatchShardCaseOptions {
   std::string topology, layout = "nbsd", in_dir, out_dir, dtype = "bf16";
   int b = 0, n = 1, s = 1, d = 128;
-  uint64_t seed = 1;
-  int lnc = 2;
+  CommonOptions common;  // --seed (default 1); lnc: the collective command's --lnc
 };
 
 // Registers --topology --layout --b --n --s --d --in-dir --out-dir --seed on cmd, writing into *o
 // (which must outlive cmd's parse). --dtype and --lnc are not registered: the caller owns them
-// and copies them into *o. --b 0 (the default) means the topology file's batch.
+// and copies them into *o (--lnc into o->common.lnc). --b 0 (the default) means the topology file's batch.
 void AddBatchShardCaseOptions(CLI::App* cmd, BatchShardCaseOptions* o);
 
 // Runs the real-input case on this rank. REQUIRES: MPI initialised (by the caller), every rank of

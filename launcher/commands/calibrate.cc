@@ -1,4 +1,4 @@
-#include "launcher/calibrate_command.h"
+#include "launcher/commands/calibrate.h"
 
 #include <google/protobuf/util/message_differencer.h>
 
@@ -13,6 +13,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/calibration.h"
 #include "collectives/link_model.h"
+#include "launcher/commands/common_options.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/output_file.h"
@@ -23,8 +24,7 @@ namespace {
 struct Options {
   std::vector<std::string> logs;
   std::string out;
-  std::string profile_path;
-  int lnc = 2;
+  CommonOptions common;  // --profile --lnc
 };
 
 std::string Joined(const std::vector<std::string>& parts) {
@@ -78,18 +78,17 @@ bool SameCollectiveParams(const HardwareProfile& a, const HardwareProfile& b) {
 
 void RunCalibrate(const Options& o) {
   CheckWritable(o.out, "calibrate: --out");  // before anything slow: an unwritable --out fails first
-  const HardwareProfile base =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile base = LoadProfile(o.common);
   const collectives::NccomTestLog log = collectives::LoadNccomTestLogs(o.logs);
   for (const std::string& note : log.notes) std::printf("# note: %s\n", note.c_str());
   collectives::CalibrationOptions options;
-  options.lnc = o.lnc;
+  options.lnc = o.common.lnc;
   options.logs = o.logs;
   const collectives::CalibrationResult r = collectives::Calibrate(log.rows, base, options);
 
   std::printf("# nkisim calibrate: %zu rows from %s; lnc %d; base profile %s\n", r.rows.size(),
-              Joined(o.logs).c_str(), o.lnc,
-              o.profile_path.empty() ? "trn2 (built-in)" : o.profile_path.c_str());
+              Joined(o.logs).c_str(), o.common.lnc,
+              o.common.profile_path.empty() ? "trn2 (built-in)" : o.common.profile_path.c_str());
   std::printf("# size = nccom-test size(B); model = nkisim's link model; err = (model - measured) "
               "/ measured\n");
   size_t where_width = 9;
@@ -127,9 +126,9 @@ void RunCalibrate(const Options& o) {
               Percent(r.abs_geomean_before).c_str(), Percent(r.abs_geomean_after).c_str());
 
   const std::string header = StrCat(
-      "Hardware profile written by `nkisim calibrate ", Joined(o.logs), " --lnc ", o.lnc,
-      o.profile_path.empty() ? "" : " --profile " + o.profile_path, "`.\n",
-      "Base: ", o.profile_path.empty() ? "the built-in trn2 profile" : o.profile_path,
+      "Hardware profile written by `nkisim calibrate ", Joined(o.logs), " --lnc ", o.common.lnc,
+      o.common.profile_path.empty() ? "" : " --profile " + o.common.profile_path, "`.\n",
+      "Base: ", o.common.profile_path.empty() ? "the built-in trn2 profile" : o.common.profile_path,
       ", with one collective_tuning entry per fitted (op, algorithm).\n", "Geomean error over ",
       r.rows.size(), " rows: ", Percent(r.geomean_before), " before, ",
       Percent(r.geomean_after), " after.\n",
@@ -148,21 +147,16 @@ void RunCalibrate(const Options& o) {
 
 }  // namespace
 
-void AddCalibrateCommand(CLI::App& app, int* exit_code) {
+void AddCalibrateCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate",
-      "Fit the collective cost model (step latency, link bandwidth, fixed cost per op and "
-      "algorithm) to nccom-test logs and write the calibrated hardware profile");
   cmd->add_option("logs", o->logs, "nccom-test output files (one or more runs each)")
       ->required();
   cmd->add_option("--out", o->out, "calibrated hardware profile to write (text format)")
       ->required();
-  cmd->add_option("--profile", o->profile_path,
-                  "base hardware profile (merged over trn2); default: built-in trn2");
-  cmd->add_option("--lnc", o->lnc, "physical cores per rank in the measured runs")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
+  const CommonOptionHandles common =
+      AddCommonOptions(cmd, &o->common, kProfileFlag | kLncFlag, {});
+  common.profile->description("base hardware profile (merged over trn2); default: built-in trn2");
+  common.lnc->description("physical cores per rank in the measured runs");
   cmd->callback([o, exit_code] {
     RunCalibrate(*o);
     *exit_code = 0;

@@ -12,6 +12,7 @@ class App;
 
 namespace nkisim::launcher {
 
-void AddCalibrateCommand(CLI::App& app, int* exit_code);
+// Adds the options of `nkisim calibrate` to `cmd`; the callback stores its exit code in *exit_code.
+void AddCalibrateCommand(CLI::App* cmd, int* exit_code);
 
 }  // namespace nkisim::launcher

@@ -1,4 +1,4 @@
-#include "launcher/collective_command.h"
+#include "launcher/commands/collective.h"
 
 #include <mpi.h>
 
@@ -18,7 +18,8 @@
 #include "collectives/collectives.h"
 #include "collectives/communicator.h"
 #include "collectives/topology.h"
-#include "launcher/batch_shard_command.h"
+#include "launcher/commands/batch_shard.h"
+#include "launcher/commands/common_options.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -41,17 +42,14 @@ struct Options {
   int warmup = 5;
   bool baseline = false;
   std::string json_path;
-  int lnc = 2;
-  std::string profile_path;
+  CommonOptions common;  // --lnc --profile
   std::string algorithm = "auto";
   std::string reduction = "algorithm";
   bool model_only = false;
   int ranks = 0;  // --model-only: world size
 };
 
-HardwareProfile ProfileOf(const Options& o) {
-  return o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
-}
+HardwareProfile ProfileOf(const Options& o) { return LoadProfile(o.common); }
 
 
 
@@ -300,7 +298,7 @@ int RunSweep(const Options& o) {
   const HardwareProfile profile = ProfileOf(o);
   proto::Topology spec;
   spec.set_world_size(world);
-  spec.set_lnc(o.lnc);
+  spec.set_lnc(o.common.lnc);
   auto* set = spec.add_replica_groups();
   set->set_name("bench");
   set->mutable_contiguous()->set_group_size(g);
@@ -308,7 +306,7 @@ int RunSweep(const Options& o) {
   set->set_reduction(o.reduction);
   const collectives::ResolvedTopology topology =
       collectives::ResolveTopology(spec, profile, "collective --group-size");
-  LogicalCore lnc(o.lnc, profile, rank);
+  LogicalCore lnc(o.common.lnc, profile, rank);
   RankContext ctx(MPI_COMM_WORLD, topology, lnc);
   const GroupComm& group = ctx.group("bench");
 
@@ -416,7 +414,7 @@ int RunModelOnly(const Options& o) {
   CheckSweep(o, o.ranks, min_bytes, max_bytes);
   const collectives::CollectiveOp cop = collectives::ParseOp(o.op);
   // The first group of contiguous ranks 0 .. g - 1, placed as the default topology places them.
-  collectives::GroupPlacement all = collectives::DefaultPlacement(o.ranks, o.lnc, profile);
+  collectives::GroupPlacement all = collectives::DefaultPlacement(o.ranks, o.common.lnc, profile);
   collectives::GroupPlacement group = all;
   group.world_rank.resize(static_cast<size_t>(g));
   group.chip.resize(static_cast<size_t>(g));
@@ -431,7 +429,7 @@ int RunModelOnly(const Options& o) {
       op.name, o.ranks, chips,
       (chips + static_cast<int>(profile.chips_per_instance()) - 1) /
           static_cast<int>(profile.chips_per_instance()),
-      o.lnc, g, profile.name().c_str(), o.algorithm.c_str());
+      o.common.lnc, g, profile.name().c_str(), o.algorithm.c_str());
   std::printf("%12s %12s %-12s %6s %12s %9s %9s  %s\n", "size(B)", "per-rank(B)", "algorithm",
               "steps", "sim(us)", "algbw", "busbw", "why");
   const auto started = std::chrono::steady_clock::now();
@@ -455,7 +453,7 @@ int RunModelOnly(const Options& o) {
   std::printf("# priced %zu sizes in %.1f ms of host time\n", rows.size(), ms);
   if (!o.json_path.empty()) {
     const nlohmann::json j = {{"op", op.name},   {"ranks", o.ranks},          {"group_size", g},
-                              {"lnc", o.lnc},    {"profile", profile.name()}, {"rows", rows}};
+                              {"lnc", o.common.lnc},    {"profile", profile.name()}, {"rows", rows}};
     WriteFileAtomically(o.json_path, j.dump(2) + "\n", "collective: --json");
   }
   return 0;
@@ -463,10 +461,8 @@ int RunModelOnly(const Options& o) {
 
 }  // namespace
 
-void AddCollectiveCommand(CLI::App& app, int* exit_code) {
+void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "collective", "Sweep one collective over sizes under mpirun (nccl-tests style)");
   cmd->add_option("op", o->op,
                   "all_gather | all_reduce | reduce_scatter | all_to_all | batch_shard")
       ->required();
@@ -480,14 +476,12 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "ranks per replica group (contiguous blocks); default: the whole world");
   cmd->add_option("-n,--iters", o->iters, "timed calls per size")->capture_default_str();
   cmd->add_option("-w,--warmup", o->warmup, "untimed calls per size")->capture_default_str();
-  cmd->add_option("--lnc", o->lnc, "physical cores per rank")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
+  const CommonOptionHandles common =
+      AddCommonOptions(cmd, &o->common, kLncFlag | kProfileFlag, {});
+  common.lnc->description("physical cores per rank");
   cmd->add_flag("--baseline", o->baseline,
                 "also time the raw MPI call on the same communicator and buffers; print the ratio");
   cmd->add_option("--json", o->json_path, "also write the rows as JSON");
-  cmd->add_option("--profile", o->profile_path,
-                  "hardware profile (text format) merged over trn2");
   cmd->add_option("--algorithm", o->algorithm,
                   "auto (as the runtime chooses) or one of " + collectives::AlgorithmNames())
       ->capture_default_str();
@@ -520,7 +514,7 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                 StrCat("collective: --topology runs batch_shard only, not '", o->op, "'"));
         }
         if (cmd->count("--dtype") > 0) batch_shard->dtype = o->dtype;  // bf16 stays this mode's default
-        batch_shard->lnc = o->lnc;
+        batch_shard->common.lnc = o->common.lnc;
         *exit_code = RunBatchShardCase(*batch_shard);
       } else {
         *exit_code = RunSweep(*o);

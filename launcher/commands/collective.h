@@ -10,6 +10,8 @@ class App;
 
 namespace nkisim::launcher {
 
-void AddCollectiveCommand(CLI::App& app, int* exit_code);
+// Adds the options of `nkisim collective` to `cmd`; the callback stores its exit code in
+// *exit_code.
+void AddCollectiveCommand(CLI::App* cmd, int* exit_code);
 
 }  // namespace nkisim::launcher

@@ -1,4 +1,4 @@
-#include "launcher/demo_command.h"
+#include "launcher/commands/demo.h"
 
 #include <chrono>
 #include <cstdio>
@@ -8,52 +8,44 @@
 #include "kernels/examples/tiled_matmul.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/matmul_ref.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 
 namespace nkisim::launcher {
 
-void AddDemoCommand(CLI::App& app, int* exit_code) {
+void AddDemoCommand(CLI::App* demo, int* exit_code) {
   auto options = std::make_shared<DemoOptions>();
-  CLI::App* demo = app.add_subcommand(
-      "demo", "Tiled matmul on one simulated logical core: cost summary, golden check, trace");
   demo->add_option("--m", options->m, "rows of A and C (multiple of 128)")->capture_default_str();
   demo->add_option("--k", options->k, "contraction size (multiple of 128)")->capture_default_str();
   demo->add_option("--n", options->n, "columns of B and C (multiple of --lnc)")->capture_default_str();
-  demo->add_option("--lnc", options->lnc, "physical cores per logical core")
-      ->check(CLI::IsMember({1, 2}))->capture_default_str();
   demo->add_option("--dtype", options->dtype, "input dtype: bf16, fp16, fp32, fp8_e4m3, ...")
       ->capture_default_str();
-  demo->add_option("--seed", options->seed, "seed of the counter-based input generator")
-      ->capture_default_str();
-  demo->add_option("--profile", options->profile_path,
-                   "hardware profile (text proto, merged over trn2); default: built-in trn2");
-  demo->add_option("--trace", options->trace_path, "Chrome/Perfetto trace output")
-      ->capture_default_str();
+  AddCommonOptions(demo, &options->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+                   {.profile_path = "", .seed = 1, .lnc = 2,
+                    .trace_path = "nkisim-demo.trace.json"});
   demo->callback([options, exit_code] { *exit_code = RunDemo(*options); });
 }
 
 int RunDemo(const DemoOptions& o) {
   const auto host_start = std::chrono::steady_clock::now();
-  const HardwareProfile profile =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
 
-  TensorView a = LoadOrRandomInput("", "A", {o.m, o.k}, dtype, o.seed, -1.0f, 1.0f);
-  TensorView b = LoadOrRandomInput("", "B", {o.k, o.n}, dtype, o.seed, -1.0f, 1.0f);
+  TensorView a = LoadOrRandomInput("", "A", {o.m, o.k}, dtype, o.common.seed, -1.0f, 1.0f);
+  TensorView b = LoadOrRandomInput("", "B", {o.k, o.n}, dtype, o.common.seed, -1.0f, 1.0f);
   TensorView c = TensorView::Create({o.m, o.n}, DType::kFloat32, "C");
-  kernels::ValidateTiledMatmul(a, b, c, o.lnc);
+  kernels::ValidateTiledMatmul(a, b, c, o.common.lnc);
 
   std::printf("nkisim demo: C[%lld, %lld] = A[%lld, %lld] @ B[%lld, %lld], %s in, fp32 out, "
               "LNC = %d, profile %s\n",
               static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.m),
               static_cast<long long>(o.k), static_cast<long long>(o.k), static_cast<long long>(o.n),
-              DTypeName(dtype), o.lnc, profile.name().c_str());
-  LogicalCore lnc(o.lnc, profile);
+              DTypeName(dtype), o.common.lnc, profile.name().c_str());
+  LogicalCore lnc(o.common.lnc, profile);
   lnc.Launch([&](const KernelContext& ctx) { kernels::TiledMatmulKernel(ctx, a, b, c); });
 
-  ReportLogicalCore(lnc, 2.0 * o.m * o.k * o.n, o.trace_path);
+  ReportLogicalCore(lnc, 2.0 * o.m * o.k * o.n, o.common.trace_path);
 
   // fp32 accumulation over K = 1024 products of |x| <= 1 inputs: 1e-3 relative is ample.
   const reference::Comparison check =

@@ -2,7 +2,10 @@
 // its cost summary, checks the result against the fp64 golden and writes a Chrome trace.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "launcher/commands/common_options.h"
 
 namespace CLI {
 class App;
@@ -14,15 +17,14 @@ struct DemoOptions {
   int64_t m = 256;
   int64_t k = 1024;
   int64_t n = 2048;
-  int lnc = 2;
   std::string dtype = "bf16";
-  uint64_t seed = 1;
-  std::string profile_path;  // empty: built-in trn2
-  std::string trace_path = "nkisim-demo.trace.json";
+  // --lnc, --seed, --profile, --trace; as registered: lnc 2, seed 1, trn2,
+  // trace nkisim-demo.trace.json.
+  CommonOptions common;
 };
 
-// Registers the subcommand; the callback stores its exit code in *exit_code.
-void AddDemoCommand(CLI::App& app, int* exit_code);
+// Adds the options of `nkisim demo` to `cmd`; the callback stores its exit code in *exit_code.
+void AddDemoCommand(CLI::App* cmd, int* exit_code);
 
 // Runs the demo; returns 0 when the result matches the golden, 1 when it does not.
 // Throws nkisim::Error on bad options.

@@ -1,4 +1,4 @@
-#include "launcher/example_command.h"
+#include "launcher/commands/example.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -7,19 +7,14 @@
 
 #include "kernels/examples/row_softmax.h"
 #include "kernels/reference/compare.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 
 namespace nkisim::launcher {
 
-void AddExampleCommand(CLI::App& app, int* exit_code) {
-  CLI::App* group = app.add_subcommand(
-      "example", "Run an example kernel written in the nl language: cost summary, check, trace");
-  group->require_subcommand(1);
+void AddSoftmaxExampleCommand(CLI::App* softmax, int* exit_code) {
   auto options = std::make_shared<SoftmaxExampleOptions>();
-  CLI::App* softmax = group->add_subcommand(
-      "softmax", "Row softmax y = softmax(x) over each row of x[rows, cols], in nl");
   softmax->add_option("--rows", options->rows, "rows of x (split across the LNC programs)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -29,36 +24,29 @@ void AddExampleCommand(CLI::App& app, int* exit_code) {
   softmax->add_option("--dtype", options->dtype, "dtype of x and y")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
-  softmax->add_option("--lnc", options->lnc, "physical cores per logical core")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
-  softmax->add_option("--seed", options->seed, "seed of the counter-based input generator")
-      ->capture_default_str();
-  softmax->add_option("--profile", options->profile_path,
-                      "hardware profile (text proto, merged over trn2); default: built-in trn2");
-  softmax->add_option("--trace", options->trace_path, "Chrome/Perfetto trace output ('' for none)")
-      ->capture_default_str();
+  AddCommonOptions(softmax, &options->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+                   {.profile_path = "", .seed = 1, .lnc = 1,
+                    .trace_path = "nkisim-softmax.trace.json"});
   softmax->callback([options, exit_code] { *exit_code = RunSoftmaxExample(*options); });
 }
 
 int RunSoftmaxExample(const SoftmaxExampleOptions& o) {
   const auto host_start = std::chrono::steady_clock::now();
-  const HardwareProfile profile =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
-  const TensorView x = LoadOrRandomInput("", "x", {o.rows, o.cols}, dtype, o.seed, -4.0f, 4.0f);
+  const TensorView x = LoadOrRandomInput("", "x", {o.rows, o.cols}, dtype, o.common.seed, -4.0f, 4.0f);
   const TensorView y = TensorView::Create({o.rows, o.cols}, dtype, "y");
   kernels::ValidateRowSoftmax(x, y);
 
   std::printf(
       "nkisim example softmax: y[%lld, %lld] = softmax(x) over each row, %s, LNC = %d, "
       "profile %s\n",
-      static_cast<long long>(o.rows), static_cast<long long>(o.cols), DTypeName(dtype), o.lnc,
+      static_cast<long long>(o.rows), static_cast<long long>(o.cols), DTypeName(dtype), o.common.lnc,
       profile.name().c_str());
-  LogicalCore lnc(o.lnc, profile);
+  LogicalCore lnc(o.common.lnc, profile);
   lnc.Launch([&](const KernelContext& ctx) { kernels::RowSoftmaxKernel(ctx, x, y); });
 
-  ReportLogicalCore(lnc, 0.0, o.trace_path);
+  ReportLogicalCore(lnc, 0.0, o.common.trace_path);
   ReportRoofline(lnc, static_cast<double>(x.size_bytes() + y.size_bytes()), 0.0);
 
   // The result is rounded once into its dtype: half an ulp, 2^-8 relative for bf16, 2^-11 for

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "launcher/commands/common_options.h"
+
 namespace CLI {
 class App;
 }
@@ -17,15 +19,14 @@ struct SoftmaxExampleOptions {
   int64_t rows = 128;
   int64_t cols = 2048;
   std::string dtype = "bf16";  // of x and y: fp32, bf16 or fp16
-  int lnc = 1;
-  uint64_t seed = 1;
-  std::string profile_path;  // empty: built-in trn2
-  std::string trace_path = "nkisim-softmax.trace.json";
+  // --lnc, --seed, --profile, --trace; as registered: lnc 1, seed 1, trn2,
+  // trace nkisim-softmax.trace.json.
+  CommonOptions common;
 };
 
-// Registers the `example` group with its `softmax` command; the callback stores its exit code in
+// Adds the options of `nkisim example softmax` to `cmd`; the callback stores its exit code in
 // *exit_code.
-void AddExampleCommand(CLI::App& app, int* exit_code);
+void AddSoftmaxExampleCommand(CLI::App* cmd, int* exit_code);
 
 // Runs the example; returns 0 when the result matches the golden, 1 when it does not.
 // Throws nkisim::Error on bad options (the kernel's validation errors included).

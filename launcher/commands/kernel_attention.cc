@@ -1,4 +1,4 @@
-#include "launcher/kernel_attention_command.h"
+#include "launcher/commands/kernel_attention.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "kernels/reference/attention_ref.h"
 #include "kernels/reference/causal_attention_ref.h"
 #include "kernels/reference/compare.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -25,11 +25,8 @@ reference::Tolerance ToleranceFor(DType dtype) {
 
 }  // namespace
 
-void AddKernelAttentionCommand(CLI::App& kernel_group, int* exit_code) {
+void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<AttentionOptions>();
-  CLI::App* cmd = kernel_group.add_subcommand(
-      "attention",
-      "Decode (tkg) or causal prefill (cte) attention: outputs, cost, roofline, trace, check");
   cmd->add_option("--variant", o->variant, "tkg (decode over a KV cache) or cte (causal prefill)")
       ->check(CLI::IsMember({"tkg", "cte"}))
       ->capture_default_str();
@@ -40,17 +37,14 @@ void AddKernelAttentionCommand(CLI::App& kernel_group, int* exit_code) {
   cmd->add_option("--s", o->s, "cte: sequence length S")->capture_default_str();
   cmd->add_option("--nq", o->nq, "cte: query heads n_q")->capture_default_str();
   cmd->add_option("--nkv", o->nkv, "cte: KV heads n_kv")->capture_default_str();
-  cmd->add_option("--lnc", o->lnc, "physical cores per logical core")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "q, k, v and out dtype")->capture_default_str();
   cmd->add_option("--q", o->q_path, ".npy q (tkg [G, B, d]; cte [n_q, B, S, d])");
   cmd->add_option("--k", o->k_path, ".npy k (tkg [B, d, T]; cte [n_kv, B, S, d])");
   cmd->add_option("--v", o->v_path, ".npy v (tkg [B, T, d]; cte [n_kv, B, S, d])");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  cmd->add_option("--profile", o->profile_path, "hardware profile (text proto merged over trn2)");
-  cmd->add_option("--trace", o->trace_path, "Chrome/Perfetto trace output")->capture_default_str();
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+                   {.profile_path = "", .seed = 1, .lnc = 2,
+                    .trace_path = "nkisim-attention.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the fp64 golden at the reference tolerance");
   cmd->callback([o, exit_code] { *exit_code = RunKernelAttention(*o); });
 }
@@ -59,8 +53,7 @@ int RunKernelAttention(const AttentionOptions& options) {
   const auto host_start = std::chrono::steady_clock::now();
   AttentionOptions o = options;
   if (o.b == 0) o.b = o.variant == "tkg" ? 4 : 1;
-  const HardwareProfile profile =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
   const bool tkg = o.variant == "tkg";
   // The inputs of one case are bounded by what the machine can hold, checked before allocating.
@@ -72,30 +65,30 @@ int RunKernelAttention(const AttentionOptions& options) {
                    {{"--b", o.b}, {"--g", o.g}, {"--t", o.t}, {"--d", o.d}, {"--s", o.s},
                     {"--nq", o.nq}, {"--nkv", o.nkv}},
                    elements * (static_cast<double>(SizeOf(dtype)) + 8));  // + the fp64 golden
-  LogicalCore lnc(o.lnc, profile);
+  LogicalCore lnc(o.common.lnc, profile);
   TensorView q, k, v, out;
   std::vector<double> golden;
   double flops = 0;
   if (tkg) {
-    q = LoadOrRandomInput(o.q_path, "q", {o.g, o.b, o.d}, dtype, o.seed, -1, 1);
-    k = LoadOrRandomInput(o.k_path, "k_cache", {o.b, o.d, o.t}, dtype, o.seed, -1, 1);
-    v = LoadOrRandomInput(o.v_path, "v_cache", {o.b, o.t, o.d}, dtype, o.seed, -1, 1);
+    q = LoadOrRandomInput(o.q_path, "q", {o.g, o.b, o.d}, dtype, o.common.seed, -1, 1);
+    k = LoadOrRandomInput(o.k_path, "k_cache", {o.b, o.d, o.t}, dtype, o.common.seed, -1, 1);
+    v = LoadOrRandomInput(o.v_path, "v_cache", {o.b, o.t, o.d}, dtype, o.common.seed, -1, 1);
     std::printf(
         "nkisim kernel attention: TKG decode, q [G, B, d] = %s, k_cache [B, d, T] = %s, v_cache "
         "[B, T, d] = %s, %s, LNC = %d, profile %s\n",
         ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(),
-        ShapeString(v.shape()).c_str(), DTypeName(dtype), o.lnc, profile.name().c_str());
+        ShapeString(v.shape()).c_str(), DTypeName(dtype), o.common.lnc, profile.name().c_str());
     out = kernels::AttentionTkg(lnc, {q, k, v});
     flops = 4.0 * static_cast<double>(o.g * o.b * o.t * o.d);
     if (o.check) golden = reference::AttentionTkgRef(q, k, v);
   } else {
-    q = LoadOrRandomInput(o.q_path, "q", {o.nq, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
-    k = LoadOrRandomInput(o.k_path, "k", {o.nkv, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
-    v = LoadOrRandomInput(o.v_path, "v", {o.nkv, o.b, o.s, o.d}, dtype, o.seed, -1, 1);
+    q = LoadOrRandomInput(o.q_path, "q", {o.nq, o.b, o.s, o.d}, dtype, o.common.seed, -1, 1);
+    k = LoadOrRandomInput(o.k_path, "k", {o.nkv, o.b, o.s, o.d}, dtype, o.common.seed, -1, 1);
+    v = LoadOrRandomInput(o.v_path, "v", {o.nkv, o.b, o.s, o.d}, dtype, o.common.seed, -1, 1);
     std::printf(
         "nkisim kernel attention: CTE causal prefill, q [n_q, B, S, d] = %s, k and v [n_kv, B, "
         "S, d] = %s, %s, LNC = %d, profile %s\n",
-        ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(), DTypeName(dtype), o.lnc,
+        ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(), DTypeName(dtype), o.common.lnc,
         profile.name().c_str());
     out = kernels::AttentionCte(lnc, {q, k, v});
     flops = kernels::AttentionCteFlops(o.b, o.nq, o.s, o.d);
@@ -103,7 +96,7 @@ int RunKernelAttention(const AttentionOptions& options) {
   }
   std::printf("out %s %s: %s\n", ShapeString(out.shape()).c_str(), DTypeName(out.dtype()),
               WriteOutput(o.out_dir, "out", out).c_str());
-  ReportLogicalCore(lnc, flops, o.trace_path);
+  ReportLogicalCore(lnc, flops, o.common.trace_path);
   const double bytes = static_cast<double>(q.size_bytes() + k.size_bytes() + v.size_bytes() +
                                            out.size_bytes());
   ReportRoofline(lnc, bytes, flops);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "launcher/commands/common_options.h"
+
 namespace CLI {
 class App;
 }
@@ -19,20 +21,21 @@ struct AttentionOptions {
   // tkg: B batch rows, G query heads per KV head, T cached tokens; cte: B, S, n_q, n_kv.
   int64_t b = 0, g = 8, t = 4096, d = 128;  // b 0: 4 for tkg, 1 for cte
   int64_t s = 2048, nq = 32, nkv = 8;
-  int lnc = 2;
   std::string dtype = "bf16";
   // .npy inputs; empty: seeded random values. tkg: q [G, B, d], k [B, d, T], v [B, T, d];
   // cte: q [n_q, B, S, d], k and v [n_kv, B, S, d].
   std::string q_path, k_path, v_path;
   std::string out_dir = "attention-out";
-  uint64_t seed = 1;
-  std::string profile_path;
-  std::string trace_path = "nkisim-attention.trace.json";
+  // --lnc, --seed, --profile, --trace; as registered: lnc 2, seed 1, trn2,
+  // trace nkisim-attention.trace.json.
+  CommonOptions common;
   bool check = false;
 };
 
 // Registers `attention` under the `kernel` group; the callback stores its exit code in *exit_code.
-void AddKernelAttentionCommand(CLI::App& kernel_group, int* exit_code);
+// Adds the options of `nkisim kernel attention` to `cmd`; the callback stores its exit code in
+// *exit_code.
+void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code);
 
 // Runs one case; returns 0, or 1 when --check finds an element outside the tolerance. Throws
 // nkisim::Error on bad options or inputs (the kernels' validation errors: exit 11).

@@ -1,4 +1,4 @@
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "launcher/kernel_oproj_command.h"
+#include "launcher/commands/kernel_oproj.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "kernels/output_projection/output_projection_tkg.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/output_projection_ref.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -33,13 +33,13 @@ void Override(TensorView& t, const std::string& path, const char* name, DType dt
 OutputProjectionInputs MakeInputs(const OprojOptions& o, const kernels::OprojCase& c,
                                   OprojKernel kernel, int64_t partitions) {
   OutputProjectionInputs in = kernel == OprojKernel::kCte
-                                  ? kernels::MakeCteInputs(c, o.seed, partitions)
-                                  : kernels::MakeTkgInputs(c, o.seed, partitions);
-  Override(in.attention, o.attention_path, "attention", c.dtype, o.seed);
-  Override(in.weight, o.weight_path, "weight", c.dtype, o.seed);
-  Override(in.bias, o.bias_path, "bias", c.dtype, o.seed);
-  Override(in.input_scale, o.input_scale_path, "input_scale", DType::kFloat32, o.seed);
-  Override(in.weight_scale, o.weight_scale_path, "weight_scale", DType::kFloat32, o.seed);
+                                  ? kernels::MakeCteInputs(c, o.common.seed, partitions)
+                                  : kernels::MakeTkgInputs(c, o.common.seed, partitions);
+  Override(in.attention, o.attention_path, "attention", c.dtype, o.common.seed);
+  Override(in.weight, o.weight_path, "weight", c.dtype, o.common.seed);
+  Override(in.bias, o.bias_path, "bias", c.dtype, o.common.seed);
+  Override(in.input_scale, o.input_scale_path, "input_scale", DType::kFloat32, o.common.seed);
+  Override(in.weight_scale, o.weight_scale_path, "weight_scale", DType::kFloat32, o.common.seed);
   return in;
 }
 
@@ -70,11 +70,8 @@ int64_t RooflineBytes(const OutputProjectionInputs& in, const TensorView& out) {
 
 }  // namespace
 
-void AddKernelOprojCommand(CLI::App& kernel_group, int* exit_code) {
+void AddKernelOprojCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<OprojOptions>();
-  CLI::App* cmd = kernel_group.add_subcommand(
-      "oproj",
-      "Output projection (CTE prefill or TKG decode): outputs, cost, roofline, trace, check");
   cmd->add_option("--variant", o->variant, "cte (attention [B,N,D,S]) or tkg (attention [D,B,N,S])")
       ->check(CLI::IsMember({"cte", "tkg"}))
       ->capture_default_str();
@@ -83,9 +80,6 @@ void AddKernelOprojCommand(CLI::App& kernel_group, int* exit_code) {
   cmd->add_option("--d", o->d, "head dim D")->capture_default_str();
   cmd->add_option("--s", o->s, "sequence length S")->capture_default_str();
   cmd->add_option("--h", o->h, "hidden size H (output columns)")->capture_default_str();
-  cmd->add_option("--lnc", o->lnc, "physical cores per logical core")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "attention / bias / float weight dtype")
       ->capture_default_str();
   cmd->add_option("--quant", o->quantization, "none, static, row (tkg), mx, static_mx, row_mx")
@@ -101,9 +95,9 @@ void AddKernelOprojCommand(CLI::App& kernel_group, int* exit_code) {
   cmd->add_option("--weight-scale", o->weight_scale_path,
                   ".npy weight scale: STATIC (128, 1), ROW (128, H)");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  cmd->add_option("--profile", o->profile_path, "hardware profile (text proto merged over trn2)");
-  cmd->add_option("--trace", o->trace_path, "Chrome/Perfetto trace output")->capture_default_str();
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+                   {.profile_path = "", .seed = 1, .lnc = 2,
+                    .trace_path = "nkisim-oproj.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the golden at the reference tolerance");
   cmd->callback([o, exit_code] { *exit_code = RunKernelOproj(*o); });
 }
@@ -118,8 +112,7 @@ int RunKernelOproj(const OprojOptions& o) {
                      (rows * k + k * static_cast<double>(o.h) + rows * static_cast<double>(o.h)) *
                          12.0);  // fp32 inputs, output, fp64 golden
   }
-  const HardwareProfile profile =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile profile = LoadProfile(o.common);
   const OprojKernel kernel = o.variant == "cte" ? OprojKernel::kCte : OprojKernel::kTkg;
   const kernels::OprojCase c{o.b,        o.n,
                              o.d,        o.s,
@@ -135,14 +128,14 @@ int RunKernelOproj(const OprojOptions& o) {
       static_cast<long long>(o.b), static_cast<long long>(o.n), static_cast<long long>(o.d),
       static_cast<long long>(o.s), static_cast<long long>(o.h), DTypeName(in.attention.dtype()),
       kernels::QuantizationTypeName(c.quantization), in.bias.valid() ? ", bias" : "",
-      o.transpose_out ? ", transposed out" : "", o.lnc, profile.name().c_str());
-  LogicalCore lnc(o.lnc, profile);
+      o.transpose_out ? ", transposed out" : "", o.common.lnc, profile.name().c_str());
+  LogicalCore lnc(o.common.lnc, profile);
   const TensorView out = Run(lnc, o, kernel, in);
   std::printf("out %s %s: %s\n", ShapeString(out.shape()).c_str(), DTypeName(out.dtype()),
               WriteOutput(o.out_dir, "out", out).c_str());
 
   const double flops = 2.0 * o.b * o.s * o.n * o.d * o.h;
-  ReportLogicalCore(lnc, flops, o.trace_path);
+  ReportLogicalCore(lnc, flops, o.common.trace_path);
   ReportRoofline(lnc, static_cast<double>(RooflineBytes(in, out)), flops);
 
   int status = 0;
@@ -150,7 +143,7 @@ int RunKernelOproj(const OprojOptions& o) {
     const reference::OprojRefInputs ref = kernels::ReferenceInputs(in);
     std::vector<float> golden = reference::OutputProjectionRef(kernel, in.attention, ref);
     if (o.transpose_out) {
-      golden = reference::TransposedOutLayout(golden, o.b * o.s, o.h, o.lnc, profile.partitions());
+      golden = reference::TransposedOutLayout(golden, o.b * o.s, o.h, o.common.lnc, profile.partitions());
     }
     const reference::Tolerance tol = reference::OprojTolerance(kernel, ref.quant);
     const reference::Comparison check = reference::Compare(out.ToFloats(), golden, tol);

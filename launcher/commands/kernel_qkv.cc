@@ -1,4 +1,4 @@
-#include "launcher/kernel_qkv_command.h"
+#include "launcher/commands/kernel_qkv.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "kernels/qkv/qkv_case.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/qkv_ref.h"
-#include "launcher/kernel_io.h"
+#include "launcher/commands/kernel_io.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -54,7 +54,7 @@ kernels::QkvCaseOptions CaseOptions(const KernelQkvOptions& o) {
   c.fused_add = o.fused_add, c.bias = o.bias, c.norm_bias = o.norm_bias, c.rope = o.rope;
   c.eps = o.eps;
   if (o.hidden_actual > 0) c.hidden_actual = o.hidden_actual;
-  c.seed = o.seed;
+  c.seed = o.common.seed;
   return c;
 }
 
@@ -82,10 +82,8 @@ void ListVariants() {
 
 }  // namespace
 
-void AddKernelQkvCommand(CLI::App& kernel_group, int* exit_code) {
+void AddKernelQkvCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<KernelQkvOptions>();
-  CLI::App* cmd = kernel_group.add_subcommand(
-      "qkv", "Fused QKV projection (TKG decode / CTE prefill) on one logical core");
   cmd->add_option("--b", o->b, "batch B")->capture_default_str();
   cmd->add_option("--s", o->s, "sequence length S")->capture_default_str();
   cmd->add_option("--h", o->h, "hidden size H (multiple of 128)")->capture_default_str();
@@ -93,9 +91,6 @@ void AddKernelQkvCommand(CLI::App& kernel_group, int* exit_code) {
   cmd->add_option("--nkv", o->n_kv, "key/value heads; I = (nq + 2 nkv) d")->capture_default_str();
   cmd->add_option("--d", o->d, "head size d_head")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "input dtype: bf16, fp16, fp32")->capture_default_str();
-  cmd->add_option("--lnc", o->lnc, "physical cores per logical core")
-      ->check(CLI::IsMember({1, 2}))
-      ->capture_default_str();
   cmd->add_option("--norm", o->norm, "fused norm")
       ->check(CLI::IsMember(Keys(kNorms)))
       ->capture_default_str();
@@ -115,14 +110,13 @@ void AddKernelQkvCommand(CLI::App& kernel_group, int* exit_code) {
   cmd->add_option("--eps", o->eps, "norm epsilon")->capture_default_str();
   cmd->add_option("--hidden-actual", o->hidden_actual, "RMS divisor instead of H (0: H)")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   cmd->add_option("--in-dir", o->in_dir, "read <name>.npy inputs from here when present");
   cmd->add_option("--out-dir", o->out_dir, "write qkv_out.npy / fused_hidden.npy here")
       ->capture_default_str();
   cmd->add_flag("--write-inputs", o->write_inputs, "also write the inputs used into --out-dir");
-  cmd->add_option("--trace", o->trace_path, "Chrome/Perfetto trace output")->capture_default_str();
-  cmd->add_option("--profile", o->profile_path,
-                  "hardware profile (text proto, merged over trn2); default: built-in trn2");
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kTraceFlag | kProfileFlag,
+                   {.profile_path = "", .seed = 1, .lnc = 2,
+                    .trace_path = "nkisim-qkv.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the golden; exit 1 outside the tolerance");
   cmd->add_flag("--list-variants", o->list_variants, "list the kernel variants and exit");
   cmd->callback([o, exit_code] { *exit_code = RunKernelQkv(*o); });
@@ -156,8 +150,7 @@ int RunKernelQkv(const KernelQkvOptions& o) {
             StrCat("kernel qkv: --in-dir ", o.in_dir, ": not a directory"));
     }
   }
-  const HardwareProfile profile =
-      o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+  const HardwareProfile profile = LoadProfile(o.common);
   kernels::QkvParams params = kernels::MakeQkvCase(CaseOptions(o));
   const double input_bytes = ReadInputs(o.in_dir, params);
   const int64_t i = params.fused_qkv_weights.dim(1);
@@ -169,19 +162,19 @@ int RunKernelQkv(const KernelQkvOptions& o) {
       static_cast<long long>(o.d), o.dtype.c_str(), kernels::NormTypeName(params.fused_norm_type),
       kernels::QuantizationTypeName(params.quantization_type),
       kernels::QkvOutputLayoutName(params.output_layout), o.fused_add ? ", fused add" : "",
-      o.bias ? ", bias" : "", o.rope ? ", fused RoPE" : "", o.lnc, profile.name().c_str());
+      o.bias ? ", bias" : "", o.rope ? ", fused RoPE" : "", o.common.lnc, profile.name().c_str());
   const QkvVariant requested = kVariants.at(o.variant);
-  kernels::ValidateQkv(params, o.lnc, requested, profile);
+  kernels::ValidateQkv(params, o.common.lnc, requested, profile);
   const kernels::QkvDispatch dispatch = kernels::DispatchQkv(params, profile);
   std::printf(
       "variant: %s (dispatcher: %s, because %s)\n",
       kernels::QkvVariantName(requested == QkvVariant::kAuto ? dispatch.variant : requested),
       kernels::QkvVariantName(dispatch.variant), dispatch.reason.c_str());
 
-  LogicalCore lnc(o.lnc, profile);
+  LogicalCore lnc(o.common.lnc, profile);
   const kernels::QkvResult result = kernels::Qkv(lnc, params, requested);
   const double flops = 2.0 * o.b * o.s * o.h * static_cast<double>(i);
-  ReportLogicalCore(lnc, flops, o.trace_path);
+  ReportLogicalCore(lnc, flops, o.common.trace_path);
   ReportRoofline(lnc, input_bytes + result.output.size_bytes(), flops);
 
   std::printf("output: %s\n", WriteOutput(o.out_dir, "qkv_out", result.output).c_str());

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "launcher/commands/common_options.h"
+
 namespace CLI {
 class App;
 }
@@ -20,7 +22,6 @@ struct KernelQkvOptions {
   int64_t b = 4, s = 1, h = 8192;
   int64_t n_q = 8, n_kv = 1, d = 128;
   std::string dtype = "bf16";
-  int lnc = 2;
   std::string norm = "rms";      // none | rms | layer | rms_skip_gamma
   std::string quant = "none";    // none | static | row | mx | static_mx | row_mx
   std::string layout = "bsd";    // bsd | nbsd | nbds
@@ -31,18 +32,20 @@ struct KernelQkvOptions {
   bool rope = false;
   double eps = 1e-6;
   int64_t hidden_actual = 0;  // 0: not given
-  uint64_t seed = 1;
   std::string in_dir;  // empty: every input random
   std::string out_dir = "nkisim-qkv-out";
   bool write_inputs = false;  // also write the inputs used into out_dir
-  std::string trace_path = "nkisim-qkv.trace.json";
-  std::string profile_path;  // empty: built-in trn2
+  // --lnc, --seed, --profile, --trace; as registered: lnc 2, seed 1, trn2,
+  // trace nkisim-qkv.trace.json.
+  CommonOptions common;
   bool check = false;
   bool list_variants = false;
 };
 
 // Registers `qkv` under the `kernel` subcommand group; the callback stores its exit code.
-void AddKernelQkvCommand(CLI::App& kernel_group, int* exit_code);
+// Adds the options of `nkisim kernel qkv` to `cmd`; the callback stores its exit code in
+// *exit_code.
+void AddKernelQkvCommand(CLI::App* cmd, int* exit_code);
 
 // Runs one case; returns 0, or 1 when --check finds the result outside the tolerance.
 // Throws nkisim::Error on invalid options or parameters.

@@ -1,25 +1,30 @@
-#include "launcher/run_command.h"
+#include "launcher/commands/run.h"
 
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
-#include "launcher/mpirun.h"
+#include "launcher/commands/common_options.h"
+#include "launcher/job/mpirun.h"
+#include "launcher/job/run_job.h"
 
 namespace nkisim::launcher {
 
-void AddRunCommand(CLI::App& app, int* exit_code) {
+void AddRunCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Run a scenario on many ranks under mpirun: live progress, checks, report, trace");
+  auto common = std::make_shared<CommonOptions>();  // --trace
   cmd->add_option("config", o->config, "scenario file (text proto or JSON)")->required();
   cmd->add_option("--report", o->report_json, "JSON report output")->capture_default_str();
-  cmd->add_option("--trace", o->trace, "Chrome/Perfetto trace of all ranks ('': none)")->capture_default_str();
+  CommonOptions defaults;
+  defaults.trace_path = o->trace;
+  AddCommonOptions(cmd, common.get(), kTraceFlag, defaults)
+      .trace->description("Chrome/Perfetto trace of all ranks ('': none)");
   cmd->add_option("--mpirun", o->mpirun, "mpirun program")->capture_default_str();
   cmd->add_flag("--as-rank", o->as_rank, "run as one rank of the job (set by the launcher)")
       ->group("");
   cmd->add_option("--control", o->control, "the launcher's control plane host:port")->group("");
-  cmd->callback([o, exit_code] {
+  cmd->callback([o, common, exit_code] {
+    o->trace = common->trace_path;
     *exit_code = o->as_rank || RunningUnderMpirun() ? RunRank(*o) : RunLauncher(*o);
   });
 }

@@ -1,15 +1,6 @@
-// `nkisim run CONFIG`: the main job. Started by a user, it validates the scenario, serves the
-// control plane, starts the ranks under mpirun, draws live progress, stops the whole job on the
-// first failure (naming the rank, the phase and why) and writes the report and the trace.
-// Started by mpirun (or with --as-rank), it is one rank of that job.
+// `nkisim run CONFIG`: the main job. Started by a user, it is the launcher of the job; started by
+// mpirun (or with --as-rank), it is one rank of that job (launcher/job/run_job.h).
 #pragma once
-
-#include <chrono>
-#include <string>
-
-#include "launcher/control/server.h"
-#include "launcher/mpirun.h"
-#include "launcher/scenarios/scenario_config.h"
 
 namespace CLI {
 class App;
@@ -17,27 +8,7 @@ class App;
 
 namespace nkisim::launcher {
 
-struct RunOptions {
-  std::string config;
-  std::string report_json = "nkisim-run.report.json";
-  std::string trace = "nkisim-run.trace.json";
-  std::string mpirun = "mpirun";
-  std::string control;  // rank mode: the launcher's host:port
-  bool as_rank = false;
-};
-
-void AddRunCommand(CLI::App& app, int* exit_code);
-
-// The launcher side; returns the process exit code.
-int RunLauncher(const RunOptions& options);
-// The rank side (inside mpirun); returns the process exit code. Without options.control (a plain
-// `mpirun ... nkisim run CONFIG`), rank 0 serves the control plane and supervises the job itself.
-int RunRank(const RunOptions& options);
-
-// Watches the ranks through `server` until every rank reported (or `job`, when given, ended),
-// printing progress; on success prints and writes the report and trace. Returns the exit code;
-// on a failure it stops `job` (when given) and names the rank, the phase and why.
-int Supervise(const RunOptions& options, const ResolvedScenario& scenario,
-              control::Server& server, Job* job, std::chrono::steady_clock::time_point start);
+// Adds the options of `nkisim run` to `cmd`; the callback stores its exit code in *exit_code.
+void AddRunCommand(CLI::App* cmd, int* exit_code);
 
 }  // namespace nkisim::launcher

@@ -1,4 +1,4 @@
-#include "launcher/validate_command.h"
+#include "launcher/commands/validate.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collectives/topology.h"
+#include "launcher/commands/common_options.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
@@ -14,19 +15,15 @@
 
 namespace nkisim::launcher {
 
-void AddValidateCommand(CLI::App& app, int* exit_code) {
+void AddValidateCommand(CLI::App* cmd, int* exit_code) {
   struct Options {
     std::string path;
-    std::string profile_path;
+    CommonOptions common;  // --profile
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "validate",
-      "Check a scenario file (plans: groups, rank -> heads map, memory) or a topology file (text "
-      "proto or JSON) and print what it resolves to");
   cmd->add_option("file", options->path, "scenario or topology file")->required();
-  cmd->add_option("--profile", options->profile_path,
-                  "hardware profile for the placement rules; default: built-in trn2");
+  AddCommonOptions(cmd, &options->common, kProfileFlag, {})
+      .profile->description("hardware profile for the placement rules; default: built-in trn2");
   cmd->callback([options, exit_code] {
     // A scenario file has a model; a topology file a world_size at its top level. Decide by which
     // schema parses, and when neither does, say why for both.
@@ -39,7 +36,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       scenario_error = e.what();
     }
     if (scenario_error.empty()) {
-      if (!options->profile_path.empty()) {
+      if (!options->common.profile_path.empty()) {
         Raise(ErrorCode::kBadConfig, StrCat("--profile: a scenario file names its profile in ",
                                             "hardware_profile; drop --profile"));
       }
@@ -56,8 +53,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
             StrCat(options->path, " is neither a scenario nor a topology file:\n  as a scenario: ",
                    scenario_error, "\n  as a topology: ", e.what()));
     }
-    const HardwareProfile profile =
-        options->profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(options->profile_path);
+    const HardwareProfile profile = LoadProfile(options->common);
     const collectives::ResolvedTopology topology = collectives::ResolveTopology(
         collectives::LoadTopology(options->path), profile, options->path);
     std::printf("%s: valid\n%s", options->path.c_str(),

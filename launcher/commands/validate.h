@@ -8,6 +8,7 @@ class App;
 
 namespace nkisim::launcher {
 
-void AddValidateCommand(CLI::App& app, int* exit_code);
+// Adds the options of `nkisim validate` to `cmd`; the callback stores its exit code in *exit_code.
+void AddValidateCommand(CLI::App* cmd, int* exit_code);
 
 }  // namespace nkisim::launcher

@@ -1,4 +1,4 @@
-#include "launcher/mpirun.h"
+#include "launcher/job/mpirun.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -10,14 +10,14 @@
 #include <cstring>
 #include <chrono>
 #include <cstdio>
-#include <map>
-#include <set>
+#include <optional>
 #include <thread>
 
 #include "launcher/control/server.h"
-#include "launcher/mpirun.h"
-#include "launcher/run_command.h"
-#include "launcher/run_report.h"
+#include "launcher/job/monitor.h"
+#include "launcher/job/mpirun.h"
+#include "launcher/job/run_job.h"
+#include "launcher/job/run_report.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
@@ -68,144 +68,6 @@ void RemoveStaleOutputs(const RunOptions& o) {
   }
 }
 
-// Why the job must stop, and the exit code that says so.
-struct Failure {
-  std::string message;
-  ErrorCode code = ErrorCode::kCommError;
-  bool failed() const { return !message.empty(); }
-};
-
-// The job's state as the control plane reports it.
-class Monitor {
- public:
-  Monitor(const ResolvedScenario& sc, Clock::time_point start)
-      : sc_(sc),
-        start_(start),
-        last_seen_(sc.world_size(), start),
-        last_progress_(sc.world_size(), start),
-        phase_(sc.world_size()) {}
-
-  // Handles one event; returns a failure when the job must stop.
-  Failure Handle(const control::Event& e) {
-    if (e.rank < 0 || e.rank >= sc_.world_size()) {
-      if (e.kind == control::Event::Kind::kDisconnected) return {};
-      return {StrCat("message from unknown rank ", e.rank), ErrorCode::kCommError};
-    }
-    last_seen_[e.rank] = Clock::now();
-    // Heartbeats prove the process lives; only the other messages prove it makes progress.
-    if (e.kind == control::Event::Kind::kMessage && !e.message.has_heartbeat()) {
-      last_progress_[e.rank] = Clock::now();
-    }
-    if (e.kind == control::Event::Kind::kMessage && e.message.has_heartbeat()) {
-      waiting_in_[e.rank] = e.message.heartbeat().waiting_in();
-    }
-    if (e.kind == control::Event::Kind::kDisconnected) {
-      if (results_.contains(e.rank)) return {};
-      return {StrCat("rank ", e.rank, " in phase ", PhaseOf(e.rank),
-                     ": lost its control connection (", e.detail, "): the rank died"),
-              ErrorCode::kCommError};
-    }
-    const proto::RankMessage& m = e.message;
-    if (m.has_hello()) hello_.insert(e.rank);
-    if (m.has_progress()) {
-      const std::string key = m.progress().scenario() + "/" + m.progress().phase();
-      phase_[e.rank] = m.progress().done() ? "" : key;
-      if (m.progress().done() && ++done_[key] == sc_.world_size()) {
-        Print(StrCat("  [", Elapsed(), " s] ", key, ": all ", sc_.world_size(), " ranks done"));
-      }
-      dirty_ = true;
-    }
-    if (m.has_result()) results_[e.rank] = m.result();
-    if (m.has_error()) {
-      const std::string phase = m.error().phase().empty() ? PhaseOf(e.rank) : m.error().phase();
-      return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()),
-              static_cast<ErrorCode>(m.error().code())};
-    }
-    return {};
-  }
-
-  // A rank that made no progress (no phase started or finished) for longer than the stall
-  // timeout. Ranks blocked in a collective are usually waiting for a peer: the one to name is a
-  // stalled rank that is not in a collective (it hangs by itself); failing that, the first one.
-  Failure CheckStalls() const {
-    // A rank that has not connected yet may be slow to start (MPI start-up on a loaded or large
-    // machine): it gets the start-up timeout instead.
-    const auto stall = std::chrono::duration<double>(sc_.spec.control().stall_timeout_s());
-    const auto startup = std::chrono::duration<double>(sc_.spec.control().startup_timeout_s());
-    const auto now = Clock::now();
-    int culprit = -1;
-    for (int r = 0; r < sc_.world_size(); ++r) {
-      const auto limit = hello_.contains(r) ? stall : startup;
-      if (results_.contains(r) || now - last_progress_[r] <= limit) continue;
-      if (culprit < 0 || (!waiting_in_[culprit].empty() && waiting_in_[r].empty())) culprit = r;
-    }
-    if (culprit < 0) return {};
-    const int r = culprit;
-    const std::string why = !hello_.contains(r) ? " (it never connected)"
-                            : now - last_seen_[r] > std::chrono::seconds(2)
-                                ? " (its heartbeat stopped too)"
-                            : waiting_in_[r].empty() ? " (alive, but not waiting in a collective)"
-                                                     : StrCat(" (blocked in ", waiting_in_[r], ")");
-    return {StrCat("rank ", r, " in phase ", PhaseOf(r), ": stalled, no progress for ",
-                   hello_.contains(r) ? sc_.spec.control().stall_timeout_s()
-                                      : sc_.spec.control().startup_timeout_s(),
-                   " s", why),
-            ErrorCode::kTimeout};
-  }
-
-  void DrawProgress() {
-    if (!dirty_ || Clock::now() - last_draw_ < std::chrono::seconds(2)) return;
-    // Where the ranks are now: how many are inside each phase, and how many have finished.
-    std::map<std::string, int> inside;
-    for (const std::string& phase : phase_) {
-      if (!phase.empty()) ++inside[phase];
-    }
-    std::string line =
-        StrCat("  [", Elapsed(), " s] connected ", hello_.size(), "/", sc_.world_size());
-    for (const auto& [key, n] : inside) line += StrCat(" | in ", key, ": ", n);
-    line += StrCat(" | finished: ", results_.size());
-    Print(line);
-    last_draw_ = Clock::now();
-    dirty_ = false;
-  }
-
-  bool AllResults() const { return static_cast<int>(results_.size()) == sc_.world_size(); }
-  const std::map<int, proto::RankResult>& results() const { return results_; }
-  std::string PhaseOf(int rank) const {
-    return phase_[rank].empty() ? "(between phases)" : phase_[rank];
-  }
-  int FirstWithoutResult() const {
-    for (int r = 0; r < sc_.world_size(); ++r) {
-      if (!results_.contains(r)) return r;
-    }
-    return -1;
-  }
-  std::string Elapsed() const {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f",
-                  std::chrono::duration<double>(Clock::now() - start_).count());
-    return text;
-  }
-
- private:
-  static void Print(const std::string& line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
-
-  const ResolvedScenario& sc_;
-  Clock::time_point start_;
-  std::vector<Clock::time_point> last_seen_;
-  std::vector<Clock::time_point> last_progress_;
-  std::vector<std::string> waiting_in_ = std::vector<std::string>(sc_.world_size());
-  std::vector<std::string> phase_;
-  std::set<int> hello_;
-  std::map<std::string, int> done_;
-  std::map<int, proto::RankResult> results_;
-  bool dirty_ = false;
-  Clock::time_point last_draw_;
-};
-
 std::string SelfExecutable() {
   char path[4096];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
@@ -229,7 +91,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
   PrintHeader(o, sc, server);
   std::optional<StopSignals> signals;
   if (job) signals.emplace();  // under a plain mpirun, mpirun owns the signals
-  Monitor monitor(sc, start);
+  Monitor monitor(MonitorLimits::Of(sc), start);
   Failure failure;
   int stop_signal = 0;
   std::optional<Clock::time_point> all_in;
@@ -240,10 +102,10 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       break;
     }
     if (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(100))) {
-      failure = monitor.Handle(*e);
+      failure = monitor.Handle(*e, Clock::now());
       continue;
     }
-    monitor.DrawProgress();
+    monitor.DrawProgress(Clock::now());
     if (job && monitor.AllResults()) {
       if (!all_in) all_in = Clock::now();
       if (Clock::now() - *all_in > kExitDeadline && !job->Poll()) {
@@ -259,7 +121,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       if (monitor.AllResults() && *code == 0) break;
       // Late messages may still be queued: drain them before judging.
       while (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(200))) {
-        if (!failure.failed()) failure = monitor.Handle(*e);
+        if (!failure.failed()) failure = monitor.Handle(*e, Clock::now());
       }
       if (!failure.failed() && !monitor.AllResults()) {
         const int r = monitor.FirstWithoutResult();
@@ -270,7 +132,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       }
       break;
     }
-    failure = monitor.CheckStalls();
+    failure = monitor.CheckStalls(Clock::now());
   }
   if (failure.failed()) {
     if (job) {
@@ -282,7 +144,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       if (!mpirun_aborts || !job->WaitFor(kAbortGrace)) job->Stop();
     }
     std::fprintf(stderr, "nkisim run: FAILED after %s s: %s; the job was stopped\n",
-                 monitor.Elapsed().c_str(), failure.message.c_str());
+                 monitor.Elapsed(Clock::now()).c_str(), failure.message.c_str());
     RemoveStaleOutputs(o);
     return stop_signal != 0 ? 128 + stop_signal : ExitCodeFor(failure.code);
   }

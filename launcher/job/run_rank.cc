@@ -14,7 +14,7 @@
 #include "launcher/control/server.h"
 #include "launcher/scenarios/phase_runner.h"
 #include "launcher/scenarios/workload.h"
-#include "launcher/run_command.h"
+#include "launcher/job/run_job.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
 

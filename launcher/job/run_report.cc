@@ -1,4 +1,4 @@
-#include "launcher/run_report.h"
+#include "launcher/job/run_report.h"
 
 #include <google/protobuf/util/json_util.h>
 

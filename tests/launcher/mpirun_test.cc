@@ -1,4 +1,4 @@
-#include "launcher/mpirun.h"
+#include "launcher/job/mpirun.h"
 
 #include <gtest/gtest.h>
 

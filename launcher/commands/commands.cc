@@ -1,0 +1,47 @@
+#include "launcher/commands/commands.h"
+
+#include "launcher/commands/calibrate.h"
+#include "launcher/commands/collective.h"
+#include "launcher/commands/demo.h"
+#include "launcher/commands/example.h"
+#include "launcher/commands/kernel_attention.h"
+#include "launcher/commands/kernel_oproj.h"
+#include "launcher/commands/kernel_qkv.h"
+#include "launcher/commands/run.h"
+#include "launcher/commands/validate.h"
+
+namespace nkisim::launcher {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"demo", "", AddDemoCommand,
+     "Tiled matmul on one simulated logical core: cost summary, golden check, trace"},
+    {"example", "", nullptr,
+     "Run an example kernel written in the nl language: cost summary, check, trace"},
+    {"softmax", "example", AddSoftmaxExampleCommand,
+     "Row softmax y = softmax(x) over each row of x[rows, cols], in nl"},
+    {"validate", "", AddValidateCommand,
+     "Check a scenario file (plans: groups, rank -> heads map, memory) or a topology file (text "
+     "proto or JSON) and print what it resolves to"},
+    {"run", "", AddRunCommand,
+     "Run a scenario on many ranks under mpirun: live progress, checks, report, trace"},
+    {"collective", "", AddCollectiveCommand,
+     "Sweep one collective over sizes under mpirun (nccl-tests style)"},
+    {"calibrate", "", AddCalibrateCommand,
+     "Fit the collective cost model (step latency, link bandwidth, fixed cost per op and "
+     "algorithm) to nccom-test logs and write the calibrated hardware profile"},
+    {"kernel", "", nullptr,
+     "Run one kernel case on one logical core: outputs, cost summary, trace, golden check"},
+    {"qkv", "kernel", AddKernelQkvCommand,
+     "Fused QKV projection (TKG decode / CTE prefill) on one logical core"},
+    {"oproj", "kernel", AddKernelOprojCommand,
+     "Output projection (CTE prefill or TKG decode): outputs, cost, roofline, trace, check"},
+    {"attention", "kernel", AddKernelAttentionCommand,
+     "Decode (tkg) or causal prefill (cte) attention: outputs, cost, roofline, trace, check"},
+};
+
+}  // namespace
+
+std::span<const Command> Commands() { return kCommands; }
+
+}  // namespace nkisim::launcher
