@@ -17,6 +17,7 @@
 
 #include "collectives/collective_cost.h"
 #include "collectives/link_model.h"
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 
 namespace nkisim::collectives {
@@ -548,11 +549,8 @@ NccomTestLog ParseNccomTestLog(const std::string& text, const std::string& sourc
 NccomTestLog LoadNccomTestLogs(const std::vector<std::string>& paths) {
   NccomTestLog all;
   for (const std::string& path : paths) {
-    std::ifstream in(path);
-    if (!in) Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open nccom-test log"));
-    std::stringstream text;
-    text << in.rdbuf();
-    NccomTestLog one = ParseNccomTestLog(text.str(), path);
+    // A regular file of bounded size: not a FIFO that never ends, nor /dev/zero.
+    NccomTestLog one = ParseNccomTestLog(ReadConfigFile(path, "nccom-test log"), path);
     all.rows.insert(all.rows.end(), one.rows.begin(), one.rows.end());
     all.notes.insert(all.notes.end(), one.notes.begin(), one.notes.end());
   }

@@ -1,5 +1,7 @@
 #include "collectives/link_model.h"
 
+#include "runtime/error.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -87,6 +89,11 @@ ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& g, dou
   cost.total_ns = p.fixed_ns;
   int max_chip = 0;
   for (int chip : g.chip) max_chip = std::max(max_chip, chip);
+  // Routes pass through chips outside the group (the torus wrap-around): count every chip of the
+  // instances the group spans.
+  if (g.chips_per_instance > 0) {
+    max_chip = (max_chip / g.chips_per_instance + 1) * g.chips_per_instance - 1;
+  }
   std::vector<double> load(static_cast<size_t>((max_chip + 1) * kPorts), 0.0);
   std::vector<double> hbm(static_cast<size_t>(max_chip + 1), 0.0);
   std::vector<double> out(static_cast<size_t>(g.size()), 0.0), in(out.size(), 0.0);
@@ -106,7 +113,14 @@ ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& g, dou
     for (const Transfer& t : step.transfers) {
       const double bytes = chunk_bytes * static_cast<double>(t.chunks.size());
       const int from = g.chip[t.srcs[0]], to = g.chip[t.dst];
-      for (int link : route(from, to).links) load[link] += bytes;
+      for (int link : route(from, to).links) {
+        if (link < 0 || static_cast<size_t>(link) >= load.size()) {
+          Raise(ErrorCode::kInternal, StrCat("PlaySchedule: link ", link, " of the route chip ", from,
+                                             " -> ", to, " is outside the ", load.size() / kPorts,
+                                             " chips counted"));
+        }
+        load[link] += bytes;
+      }
       out[t.srcs[0]] += bytes;
       in[t.dst] += bytes;
       if (!t.shares_read) {

@@ -49,12 +49,19 @@ void LogicalCore::Launch(const std::function<void(const KernelContext&)>& kernel
     boost::asio::post(*pool_, [this, i, &kernel, &done] {
       NeuronCore& core = *cores_[i];
       ScopedCurrentCore scope(core);
+      // The exception is handed over after its catch block has ended, so this thread holds no
+      // reference the main thread's rethrow would race with (as ThreadSanitizer sees it).
+      std::exception_ptr failure;
       try {
         kernel(KernelContext{i, lnc(), core, *this});
-        done[i].set_value();
       } catch (const std::exception& e) {
         Abort(StrCat("program ", i, " failed: ", e.what()));
-        done[i].set_exception(std::current_exception());
+        failure = std::current_exception();
+      }
+      if (failure) {
+        done[i].set_exception(std::move(failure));
+      } else {
+        done[i].set_value();
       }
     });
   }

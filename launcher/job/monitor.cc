@@ -54,8 +54,14 @@ Failure Monitor::Handle(const control::Event& e, Clock::time_point now) {
   if (m.has_result()) results_[e.rank] = m.result();
   if (m.has_error()) {
     const std::string phase = m.error().phase().empty() ? PhaseOf(e.rank) : m.error().phase();
-    return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()),
-            static_cast<ErrorCode>(m.error().code())};
+    // The code comes off the wire: anything but a known code is an internal error, so a bad
+    // value can never become exit code 0 or overflow.
+    const uint32_t code = m.error().code();
+    const ErrorCode known = code >= static_cast<uint32_t>(ErrorCode::kInvalidArgument) &&
+                                    code <= static_cast<uint32_t>(ErrorCode::kInternal)
+                                ? static_cast<ErrorCode>(code)
+                                : ErrorCode::kInternal;
+    return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()), known};
   }
   return {};
 }

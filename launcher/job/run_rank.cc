@@ -55,6 +55,26 @@ std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
   return {address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
 }
 
+// `text` with every byte that does not belong to a well-formed UTF-8 sequence replaced by '?'.
+std::string ValidUtf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size() && !(n == 2 && c < 0xC2);
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (ok) {
+      out.append(text, i, n);
+      i += n;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunRank(const RunOptions& o) {
@@ -133,7 +153,9 @@ int RunRank(const RunOptions& o) {
   } catch (const Error& e) {
     proto::RankMessage m;
     m.mutable_error()->set_phase(runner ? runner->current() : "");
-    m.mutable_error()->set_message(StrCat(ErrorCodeName(e.code()), ": ", e.what()));
+    // proto3 strings must be UTF-8 or the launcher cannot parse the message (and would report a
+    // dead rank instead of this error): bytes of a path or value that are not become '?'.
+    m.mutable_error()->set_message(ValidUtf8(StrCat(ErrorCodeName(e.code()), ": ", e.what())));
     m.mutable_error()->set_code(static_cast<uint32_t>(e.code()));
     client.Send(m);
     std::fprintf(stderr, "nkisim: rank %d: %s: %s\n", rank, ErrorCodeName(e.code()), e.what());

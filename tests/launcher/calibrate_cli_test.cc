@@ -102,6 +102,10 @@ TEST(CalibrateCliTest, UsageAndOutputErrors) {
   EXPECT_EQ(none.exit_code, 11) << none.output;
   EXPECT_THAT(none.output, HasSubstr("calibrate: no rows to fit in " + empty));
   std::remove(empty.c_str());
+  // Not a regular file: /dev/zero would never end, a FIFO would block (fuzzer finding).
+  const CommandResult device = RunNkisim("calibrate /dev/zero --out " + TempPath("z.textproto"));
+  EXPECT_EQ(device.exit_code, 14) << device.output;
+  EXPECT_THAT(device.output, HasSubstr("/dev/zero"));
 }
 
 }  // namespace

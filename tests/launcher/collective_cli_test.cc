@@ -24,6 +24,16 @@ TEST(CollectiveCliTest, ModelOnlyPricesAThousandRanksWithTheirAlgorithms) {
   EXPECT_THAT(r.output, HasSubstr("# priced 8 sizes"));
 }
 
+// 12 ranks at LNC 2 sit on chips 0..2; the ring's route 2 -> 0 wraps round through chip 3,
+// outside the group (a fuzzer finding: the link loads were sized by the group's chips only).
+TEST(CollectiveCliTest, ModelOnlyGroupsWhoseRoutesLeaveTheirChips) {
+  for (const char* op : {"all_gather", "all_reduce", "reduce_scatter"}) {
+    const CommandResult r = Collective(std::string(op) +
+                                      " --model-only --ranks 12 -b 4K -e 4M -f 32");
+    EXPECT_EQ(r.exit_code, 0) << op << "\n" << r.output;
+  }
+}
+
 TEST(CollectiveCliTest, ModelOnlyShowsTheRuntimesChoiceBySize) {
   const CommandResult r = Collective("all_reduce --model-only --ranks 16 -b 128K -e 32M -f 16");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -169,6 +169,23 @@ TEST_F(MonitorTest, ErrorNamesRankPhaseAndCode) {
   EXPECT_EQ(f.code, ErrorCode::kInternal);
 }
 
+// The code arrives over a socket: unknown values become kInternal (exit 17), never an exit code
+// of 0 (10 + 246 = 256) or an overflow (a fuzzer finding).
+TEST_F(MonitorTest, UnknownErrorCodesFromTheWireAreInternal) {
+  for (const uint32_t code : {0u, 8u, 246u, 0x80000000u, 0xFFFFFFFFu}) {
+    AllStartQkv();
+    proto::RankMessage m;
+    m.mutable_error()->set_message("odd");
+    m.mutable_error()->set_code(code);
+    const Failure f = monitor_.Handle(Message(2, m), At(1.5));
+    ASSERT_TRUE(f.failed());
+    EXPECT_EQ(f.code, ErrorCode::kInternal) << code;
+  }
+  proto::RankMessage m;
+  m.mutable_error()->set_code(static_cast<uint32_t>(ErrorCode::kTimeout));
+  EXPECT_EQ(monitor_.Handle(Message(2, m), At(1.5)).code, ErrorCode::kTimeout);
+}
+
 TEST_F(MonitorTest, DisconnectBeforeResultIsADeadRank) {
   AllStartQkv();
   Feed(Result(0), 2.0);
