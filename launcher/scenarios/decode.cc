@@ -40,14 +40,14 @@ ScenarioFootprint RunDecode(PlanRun& run) {
   const ResolvedScenario& sc = run.scenario;
   const ResolvedPlan& plan = run.plan;
   const proto::ModelShape& m = sc.spec.model();
-  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int64_t h = m.hidden(), nkv = m.n_kv_heads(), d = m.d_head();
   const int64_t b = sc.spec.batch(), cached = sc.spec.kv_length();
   const int steps = static_cast<int>(sc.spec.steps());
   const int64_t capacity = cached + steps;
   const int rank = run.ctx.rank();
   const int replica = plan.replica(rank);
   const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank, qpk = plan.q_per_kv;
-  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
+  const int64_t kv0 = plan.first_kv_head(rank);
   const int64_t g = plan.attention_dp, rows = b / g;
   const bool dp = g > 1;
   const uint64_t seed = sc.spec.seed();
@@ -62,30 +62,8 @@ ScenarioFootprint RunDecode(PlanRun& run) {
   const int64_t att_q0 = plan.first_q_head(group_first), att_nq = g * hpr;
   const std::vector<int> kv_heads = plan.group_kv_heads(rank);
 
-  // Inputs shared by the plans of this rank with the same TP split: the hidden state of every
-  // step, the norm weight, this rank's columns of the fused QKV weight (its Q heads, then K and V
-  // of its KV heads) and its rows of W_o.
+  MakeSharedInputs(run, /*tokens=*/1, steps);
   SharedInputs& shared = run.shared;
-  if (shared.tp != plan.tp || shared.x.size() != static_cast<size_t>(steps)) {
-    shared = SharedInputs();
-    shared.tp = plan.tp;
-    for (int s = 0; s < steps; ++s) {
-      const int64_t base = (static_cast<int64_t>(replica) * steps + s) * b * h;
-      shared.x.push_back(Slice("x", {b, 1, h}, dt, seed, -1, 1, [&](int64_t i) { return base + i; }));
-    }
-    shared.qkv_golden.resize(static_cast<size_t>(steps));
-    shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t i) { return i; });
-    const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
-    shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t i) {
-      const int64_t row = i / local, j = i % local;
-      const int64_t col = j < hpr * d           ? q0 * d + j
-                          : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
-                                                : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
-      return row * fused + col;
-    });
-    shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
-                       [&](int64_t i) { return q0 * d * h + i; });
-  }
   // The caches of the KV heads this rank attends, for its rows: K [rows, d, T] with the head dim
   // on the partitions, V [rows, T, d] (kernels/attention/attention_tkg.h). Their values are those
   // of one global [replica, B, n_kv, kv_length, d] cache; position kv_length + s is written by
@@ -120,16 +98,7 @@ ScenarioFootprint RunDecode(PlanRun& run) {
   for (int s = 0; s < steps; ++s) {
     const int64_t t_now = cached + s + 1;  // tokens attended this step, its own included
     // 1. QKV: [hpr + 2 kvr, B, 1, d] = the Q heads, then K and V of the KV heads (NBSd).
-    kernels::QkvParams qkv;
-    qkv.input = shared.x[s];
-    qkv.fused_qkv_weights = shared.w_qkv;
-    qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
-    qkv.fused_norm_type = kernels::NormType::kRmsNorm;
-    qkv.gamma_norm_weights = shared.gamma;
-    qkv.norm_eps = m.rms_eps();
-    qkv.d_head = d;
-    qkv.num_q_heads = hpr;
-    qkv.num_kv_heads = kvr;
+    const kernels::QkvParams qkv = RankQkvParams(run, s);
     TensorView qkv_out;
     run.runner.Run(StepPhase("qkv", s, steps), [&] {
       qkv_out = kernels::Qkv(lnc, qkv).output;

@@ -25,36 +25,17 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
   const ResolvedScenario& sc = run.scenario;
   const ResolvedPlan& plan = run.plan;
   const proto::ModelShape& m = sc.spec.model();
-  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int64_t h = m.hidden(), d = m.d_head();
   const int64_t b = sc.spec.batch(), s_len = sc.spec.seq_len();
   const int rank = run.ctx.rank();
   const int replica = plan.replica(rank);
   const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
-  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
-  const uint64_t seed = sc.spec.seed();
   const DType dt = sc.dtype;
   LogicalCore& lnc = run.ctx.lnc();
   const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
 
+  MakeSharedInputs(run, /*tokens=*/s_len, /*steps=*/1);
   SharedInputs& shared = run.shared;
-  if (shared.tp != plan.tp || shared.x.size() != 1) {
-    shared = SharedInputs();
-    shared.tp = plan.tp;
-    const int64_t base = static_cast<int64_t>(replica) * b * s_len * h;
-    shared.x.push_back(Slice("x", {b, s_len, h}, dt, seed, -1, 1, [&](int64_t i) { return base + i; }));
-    shared.qkv_golden.resize(1);
-    shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t i) { return i; });
-    const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
-    shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t i) {
-      const int64_t row = i / local, j = i % local;
-      const int64_t col = j < hpr * d           ? q0 * d + j
-                          : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
-                                                : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
-      return row * fused + col;
-    });
-    shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
-                       [&](int64_t i) { return q0 * d * h + i; });
-  }
   // RoPE tables of positions 0 .. S - 1 (base 10000), as the QKV kernel takes them: the angle of
   // pair k = i mod d/2 in every column i.
   TensorView cos_cache = TensorView::Create({b, s_len, d}, dt, "rope_cos");
@@ -75,19 +56,10 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
   }
 
   // 1. QKV CTE: [hpr + 2 kvr, B, S, d], Q and K rotated.
-  kernels::QkvParams qkv;
-  qkv.input = shared.x[0];
-  qkv.fused_qkv_weights = shared.w_qkv;
-  qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
-  qkv.fused_norm_type = kernels::NormType::kRmsNorm;
-  qkv.gamma_norm_weights = shared.gamma;
-  qkv.norm_eps = m.rms_eps();
+  kernels::QkvParams qkv = RankQkvParams(run, 0);
   qkv.fused_rope = true;
   qkv.cos_cache = cos_cache;
   qkv.sin_cache = sin_cache;
-  qkv.d_head = d;
-  qkv.num_q_heads = hpr;
-  qkv.num_kv_heads = kvr;
   TensorView qkv_out;
   run.runner.Run("qkv", [&] {
     qkv_out = kernels::Qkv(lnc, qkv, kernels::QkvVariant::kCte).output;

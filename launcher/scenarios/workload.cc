@@ -28,6 +28,56 @@ const WorkloadInfo& FindWorkload(Workload kind) {
   Raise(ErrorCode::kInternal, "workload without a row in the table");
 }
 
+void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps) {
+  const ResolvedPlan& plan = run.plan;
+  SharedInputs& shared = run.shared;
+  if (shared.tp == plan.tp && shared.x.size() == static_cast<size_t>(steps) &&
+      (steps == 0 || shared.x[0].dim(1) == tokens)) {
+    return;
+  }
+  const proto::ModelShape& m = run.scenario.spec.model();
+  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int64_t b = run.scenario.spec.batch();
+  const int rank = run.ctx.rank();
+  const int64_t replica = plan.replica(rank);
+  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
+  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
+  const uint64_t seed = run.scenario.spec.seed();
+  const DType dt = run.scenario.dtype;
+  shared = SharedInputs();
+  shared.tp = plan.tp;
+  for (int s = 0; s < steps; ++s) {
+    const int64_t base = (replica * steps + s) * b * tokens * h;
+    shared.x.push_back(Slice("x", {b, tokens, h}, dt, seed, -1, 1, [&](int64_t i) { return base + i; }));
+  }
+  shared.qkv_golden.resize(static_cast<size_t>(steps));
+  shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t i) { return i; });
+  const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
+  shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t i) {
+    const int64_t row = i / local, j = i % local;
+    const int64_t col = j < hpr * d           ? q0 * d + j
+                        : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
+                                              : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
+    return row * fused + col;
+  });
+  shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
+                     [&](int64_t i) { return q0 * d * h + i; });
+}
+
+kernels::QkvParams RankQkvParams(const PlanRun& run, int step) {
+  kernels::QkvParams qkv;
+  qkv.input = run.shared.x[static_cast<size_t>(step)];
+  qkv.fused_qkv_weights = run.shared.w_qkv;
+  qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
+  qkv.fused_norm_type = kernels::NormType::kRmsNorm;
+  qkv.gamma_norm_weights = run.shared.gamma;
+  qkv.norm_eps = run.scenario.spec.model().rms_eps();
+  qkv.d_head = run.scenario.spec.model().d_head();
+  qkv.num_q_heads = run.plan.heads_per_rank;
+  qkv.num_kv_heads = run.plan.kv_per_rank;
+  return qkv;
+}
+
 std::vector<std::byte> RawGather(const collectives::GroupComm& group, const TensorView& t) {
   const int bytes = static_cast<int>(t.size_bytes());
   std::vector<std::byte> all(static_cast<size_t>(bytes) * group.size());

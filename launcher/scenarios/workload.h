@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "kernels/qkv/qkv.h"
 #include "launcher/scenarios/phase_runner.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "proto/control.pb.h"
@@ -61,6 +62,14 @@ const std::vector<WorkloadInfo>& Workloads();
 const WorkloadInfo& FindWorkload(Workload kind);
 
 // --- Helpers the workloads share (launcher/scenarios/workload.cc) ---
+
+// Fills run.shared for this rank unless it already holds this TP split's inputs: per step the
+// hidden state x [B, tokens, H] (of a global [replica, step, B, tokens, H]), the norm weight, this
+// rank's columns of the fused QKV weight (its Q heads, then K and V of its KV heads) and its rows
+// of W_o, and one empty QKV golden per step.
+void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps);
+// The QKV parameters both workloads use for step `step`: RMSNorm, NBSd output, the rank's heads.
+kernels::QkvParams RankQkvParams(const PlanRun& run, int step);
 
 // The rank's slice of a global tensor of the counter-based RNG: element i of `shape` takes the
 // value of global flat index global_index(i).

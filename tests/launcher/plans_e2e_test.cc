@@ -14,22 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/files.h"
+
 #include "tests/testing/run_command.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using nkisim::testing::ReadFile;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("nkisim_plans_" + name)).string();
-}
+std::string TempPath(const std::string& name) { return nkisim::testing::TempPath("nkisim_plans_", name); }
 
 struct Job {
   int exit_code = -1;

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/files.h"
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -39,16 +41,9 @@ std::string StrCatForTest(const Args&... args) {
   return out.str();
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using nkisim::testing::ReadFile;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("nkisim_e2e_" + name)).string();
-}
+std::string TempPath(const std::string& name) { return nkisim::testing::TempPath("nkisim_e2e_", name); }
 
 // Runs `nkisim run` on `config_text` (written to a temp file) under a 120 s hard limit.
 RunResult RunNkisim(const std::string& name, const std::string& config_text) {
