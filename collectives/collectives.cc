@@ -12,21 +12,29 @@
 #include "collectives/mpi_datatype.h"
 #include "collectives/reduction.h"
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::collectives {
 namespace {
 
 int64_t ElementBytes(const TensorView& t) { return static_cast<int64_t>(SizeOf(t.dtype())); }
 
-// Starts the max-reduction of the members' clocks so it overlaps the data movement.
+// Starts the max-reduction of the members' clocks so it overlaps the data movement. On a
+// LocalFabric (timing-only, ranks as threads) the join completes at once: nothing moves.
 class ClockJoin {
  public:
-  ClockJoin(RankContext& ctx, MPI_Comm comm) : local_(ctx.lnc().now()) {
-    CheckMpi(MPI_Iallreduce(&local_, &joined_, 1, MPI_DOUBLE, MPI_MAX, comm, &request_),
+  ClockJoin(RankContext& ctx, const GroupComm& group) : local_(ctx.lnc().now()) {
+    if (ctx.local() != nullptr) {
+      joined_ = ctx.local()->JoinMax(group.set->name, group.index, group.size(), local_);
+      return;
+    }
+    CheckMpi(MPI_Iallreduce(&local_, &joined_, 1, MPI_DOUBLE, MPI_MAX, group.comm, &request_),
              "clock join (MPI_Iallreduce)");
   }
   double Wait() {
-    CheckMpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "clock join (MPI_Wait)");
+    if (request_ != MPI_REQUEST_NULL) {
+      CheckMpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "clock join (MPI_Wait)");
+    }
     return joined_;
   }
 
@@ -147,9 +155,11 @@ CollectiveResult RunCollective(RankContext& ctx, const GroupComm& group, Collect
                                bool move_joins_clocks, Move move) {
   const CollectivePlan& plan = ctx.plan(group, op, buffer_bytes);
   WaitingInCollective waiting(OpName(op));
+  // Timing-only: no payload moves; the members' clocks are joined all the same.
+  const bool functional = Functional();
   std::optional<ClockJoin> clock;
-  if (!move_joins_clocks) clock.emplace(ctx, group.comm);  // overlaps the payload
-  const double joined = move(plan);
+  if (!move_joins_clocks || !functional) clock.emplace(ctx, group);  // overlaps the payload
+  const double joined = functional ? move(plan) : -1.0;
   const double start = clock ? clock->Wait() : joined;
   return Advance(ctx, OpName(op), start, plan.cost.total_ns, bytes_sent, shape_of, plan.algorithm,
                  plan.reason);
@@ -329,10 +339,19 @@ CollectiveResult send(RankContext& ctx, const TensorView& tensor, int dest_rank,
   });
   WaitingInCollective waiting("send");
   const double now = ctx.lnc().now();
+  if (ctx.local() != nullptr) {  // timing-only, ranks as threads: the clock alone
+    ctx.local()->Send(ctx.rank(), dest_rank, tag, now);
+    return Advance(ctx, "send", now,
+                   PointToPointNs(ctx.topology(), ctx.profile(), ctx.rank(), dest_rank,
+                                  static_cast<double>(tensor.size_bytes())),
+                   tensor.size_bytes(), tensor, "", "");
+  }
   CheckMpi(MPI_Send(&now, 1, MPI_DOUBLE, dest_rank, tag, ctx.world()), "send (clock)");
-  const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
-  CheckMpi(MPI_Send(ViewData(tensor), 1, type.get(), dest_rank, tag, ctx.world()),
-           "send (MPI_Send)");
+  if (Functional()) {  // timing-only: the clock alone
+    const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
+    CheckMpi(MPI_Send(ViewData(tensor), 1, type.get(), dest_rank, tag, ctx.world()),
+             "send (MPI_Send)");
+  }
   return Advance(ctx, "send", now,
                  PointToPointNs(ctx.topology(), ctx.profile(), ctx.rank(), dest_rank,
                                 static_cast<double>(tensor.size_bytes())),
@@ -347,18 +366,24 @@ CollectiveResult recv(RankContext& ctx, const TensorView& tensor, int source_ran
           });
   WaitingInCollective waiting("recv");
   double sender_now = 0;
-  CheckMpi(MPI_Recv(&sender_now, 1, MPI_DOUBLE, source_rank, tag, ctx.world(), MPI_STATUS_IGNORE),
-           "recv (clock)");
-  const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
-  MPI_Status status;
-  CheckMpi(MPI_Recv(ViewData(tensor), 1, type.get(), source_rank, tag, ctx.world(), &status),
-           "recv (MPI_Recv)");
-  int received = 0;
-  MPI_Get_count(&status, type.get(), &received);
-  Require(received == 1, "recv", [&] {
-    return StrCat(Describe("tensor", tensor), " did not match the size of the message from rank ",
-                  source_rank);
-  });
+  if (ctx.local() != nullptr) {  // timing-only, ranks as threads: the clock alone
+    sender_now = ctx.local()->Receive(source_rank, ctx.rank(), tag);
+  } else {
+    CheckMpi(MPI_Recv(&sender_now, 1, MPI_DOUBLE, source_rank, tag, ctx.world(), MPI_STATUS_IGNORE),
+             "recv (clock)");
+  }
+  if (Functional()) {  // timing-only: the clock alone
+    const MpiDatatype type = ViewDatatype(tensor, tensor.size_bytes());
+    MPI_Status status;
+    CheckMpi(MPI_Recv(ViewData(tensor), 1, type.get(), source_rank, tag, ctx.world(), &status),
+             "recv (MPI_Recv)");
+    int received = 0;
+    MPI_Get_count(&status, type.get(), &received);
+    Require(received == 1, "recv", [&] {
+      return StrCat(Describe("tensor", tensor),
+                    " did not match the size of the message from rank ", source_rank);
+    });
+  }
   return Advance(ctx, "recv", std::max(sender_now, ctx.lnc().now()),
                  PointToPointNs(ctx.topology(), ctx.profile(), source_rank, ctx.rank(),
                                 static_cast<double>(tensor.size_bytes())),

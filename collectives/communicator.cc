@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::collectives {
 
@@ -38,8 +39,23 @@ RankContext::RankContext(MPI_Comm world, const ResolvedTopology& topology, Logic
   }
 }
 
+RankContext::RankContext(LocalFabric& fabric, int rank, const ResolvedTopology& topology,
+                         LogicalCore& lnc)
+    : local_(&fabric), rank_(rank), topology_(topology), lnc_(lnc) {
+  if (Functional()) {
+    Raise(ErrorCode::kInternal, "a world of threads moves no payloads: it needs the timing-only mode");
+  }
+  if (fabric.world_size() != topology.world_size || rank < 0 || rank >= topology.world_size) {
+    Raise(ErrorCode::kBadConfig, StrCat("topology world_size ", topology.world_size, " and rank ",
+                                        rank, " do not fit a world of ", fabric.world_size(),
+                                        " threads"));
+  }
+}
+
 RankContext::~RankContext() {
-  for (auto& [name, group] : groups_) MPI_Comm_free(&group.comm);
+  for (auto& [name, group] : groups_) {
+    if (group.comm != MPI_COMM_NULL) MPI_Comm_free(&group.comm);
+  }
 }
 
 const GroupComm& RankContext::group(const std::string& set_name) {
@@ -50,8 +66,11 @@ const GroupComm& RankContext::group(const std::string& set_name) {
   g.set = &set;
   g.members = &set.group_of(rank_);
   g.position = set.position_of_rank[rank_];
-  CheckMpi(MPI_Comm_split(world_, set.group_of_rank[rank_], g.position, &g.comm), "MPI_Comm_split");
-  MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  g.index = set.group_of_rank[rank_];
+  if (local_ == nullptr) {
+    CheckMpi(MPI_Comm_split(world_, g.index, g.position, &g.comm), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  }
   return groups_.emplace(set_name, g).first->second;
 }
 

@@ -13,6 +13,7 @@
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim {
 
@@ -119,9 +120,10 @@ void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv)
               std::max({send.buffer().ready_at, recv.buffer().readers_done_at,
                         recv.buffer().ready_at, clock.free_at(Engine::kLink)})};
   const size_t width = SizeOf(send.dtype());
-  out.data.resize(static_cast<size_t>(send.numel()) * width);
+  // Timing-only: the message carries its shape and ready time, no payload.
+  if (Functional()) out.data.resize(static_cast<size_t>(send.numel()) * width);
   std::byte* cursor = out.data.data();
-  for (int64_t p = 0; p < send.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < send.partitions(); ++p) {
     const std::byte* row = send.element_ptr(p, 0);
     send.ForEachFreeOffset([&](int64_t off) {
       std::memcpy(cursor, row + off * width, width);
@@ -144,14 +146,14 @@ void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv)
                  "the peer's send of ", ShapeString(in.shape), " ", DTypeName(in.dtype)));
   }
   cursor = in.data.data();
-  for (int64_t p = 0; p < recv.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < recv.partitions(); ++p) {
     std::byte* row = recv.element_ptr(p, 0);
     recv.ForEachFreeOffset([&](int64_t off) {
       std::memcpy(row + off * width, cursor, width);
       cursor += width;
     });
   }
-  const int64_t bytes = static_cast<int64_t>(in.data.size());
+  const int64_t bytes = NumElements(in.shape) * static_cast<int64_t>(width);
   const double start = std::max(my_ready, in.ready_ns);
   const double end = start + LinkNs(self.profile(), bytes);
   clock.Occupy(Engine::kLink, start, end);

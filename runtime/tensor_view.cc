@@ -1,6 +1,7 @@
 #include "runtime/tensor_view.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "runtime/error.h"
@@ -35,7 +36,17 @@ std::string AccessPattern::ToString() const {
   return s + "]";
 }
 
-HbmBuffer::HbmBuffer(size_t bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
+void HbmBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+
+HbmBuffer::HbmBuffer(size_t bytes, std::string name)
+    : bytes_(static_cast<std::byte*>(std::calloc(bytes == 0 ? 1 : bytes, 1))),
+      size_(bytes),
+      name_(std::move(name)) {
+  if (bytes_ == nullptr) {
+    Raise(ErrorCode::kOutOfResources,
+          StrCat("HBM tensor '", name_, "': cannot allocate ", bytes, " bytes on the host"));
+  }
+}
 
 void HbmBuffer::MarkWritten(double end_ns) {
   double seen = ready_at_.load(std::memory_order_relaxed);

@@ -1,10 +1,12 @@
 #include "runtime/tile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim {
 
@@ -18,12 +20,15 @@ TileBuffer::TileBuffer(NeuronCore* core, std::shared_ptr<OnChipAllocator> alloca
   full.insert(full.end(), free_shape_.begin(), free_shape_.end());
   offset_ = allocator_->Allocate(StrCat("'", name_, "' ", ShapeString(full), " ", DTypeName(dtype_)),
                                  row_bytes);
+  if (!Functional()) return;  // timing-only: no values, so no storage
   data_.resize(row_bytes * static_cast<uint64_t>(partitions_));
-  if (IsFloat(dtype_)) {  // uninitialised float memory reads as NaN: encode once, replicate
-    std::byte nan[4];
-    FromFloat(dtype_, std::numeric_limits<float>::quiet_NaN(), nan);
+  if (IsFloat(dtype_) && !data_.empty()) {
+    // Uninitialised float memory reads as NaN: encode one element, then double the filled prefix.
     const size_t width = SizeOf(dtype_);
-    for (size_t i = 0; i < data_.size(); i += width) std::memcpy(&data_[i], nan, width);
+    FromFloat(dtype_, std::numeric_limits<float>::quiet_NaN(), data_.data());
+    for (size_t filled = width; filled < data_.size(); filled *= 2) {
+      std::memcpy(data_.data() + filled, data_.data(), std::min(filled, data_.size() - filled));
+    }
   }
 }
 

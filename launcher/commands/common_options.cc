@@ -1,6 +1,11 @@
 #include "launcher/commands/common_options.h"
 
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
+
+#include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::launcher {
 
@@ -29,11 +34,30 @@ CommonOptionHandles AddCommonOptions(CLI::App* cmd, CommonOptions* o, unsigned f
                               "Chrome/Perfetto trace output ('' for none)")
                   ->capture_default_str();
   }
+  if (flags & kTimingOnlyFlag) {
+    o->timing_only = defaults.timing_only;
+    h.timing_only = cmd->add_flag(
+        "--timing-only", o->timing_only,
+        "advance the clocks only: compute, move and check no values (same simulated times)");
+  }
   return h;
 }
 
 HardwareProfile LoadProfile(const CommonOptions& o) {
   return o.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(o.profile_path);
+}
+
+void ApplySimMode(const char* command, const CommonOptions& o, bool check) {
+  if (o.timing_only && check) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(command, ": --check and --timing-only exclude each other: timing-only computes no ",
+                 "values to compare"));
+  }
+  SetSimMode(o.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
+  if (o.timing_only) {
+    std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
+                "computed, moved or checked)\n");
+  }
 }
 
 }  // namespace nkisim::launcher

@@ -21,6 +21,7 @@ struct CommonOptions {
   uint64_t seed = 1;         // --seed: of the counter-based input generator
   int lnc = 2;               // --lnc: physical cores per logical core, 1 or 2
   std::string trace_path;    // --trace: Chrome/Perfetto trace output; empty: none
+  bool timing_only = false;  // --timing-only: clocks only, no values (runtime/sim_mode.h)
 };
 
 // Which of the common flags a command takes (bitwise or).
@@ -29,6 +30,7 @@ enum CommonFlag : unsigned {
   kSeedFlag = 1u << 1,
   kLncFlag = 1u << 2,
   kTraceFlag = 1u << 3,
+  kTimingOnlyFlag = 1u << 4,
 };
 
 // The registered options (nullptr for a flag not taken).
@@ -37,6 +39,7 @@ struct CommonOptionHandles {
   CLI::Option* seed = nullptr;
   CLI::Option* lnc = nullptr;
   CLI::Option* trace = nullptr;
+  CLI::Option* timing_only = nullptr;
 };
 
 // Registers the `flags` of `cmd`, writing into *options (which must outlive cmd's parse). The
@@ -45,11 +48,17 @@ struct CommonOptionHandles {
 //   --seed N        "seed of the random inputs"
 //   --lnc {1,2}     "physical cores per logical core"
 //   --trace PATH    "Chrome/Perfetto trace output ('' for none)"
+//   --timing-only   "advance the clocks only: compute, move and check no values"
 CommonOptionHandles AddCommonOptions(CLI::App* cmd, CommonOptions* options, unsigned flags,
                                      const CommonOptions& defaults);
 
 // The profile --profile names, merged over trn2; the built-in trn2 when it names none. Throws
 // Error(kBadConfig) naming the file when it cannot be read or parsed.
 HardwareProfile LoadProfile(const CommonOptions& options);
+
+// Sets the process's simulation mode from --timing-only (runtime/sim_mode.h) and prints it when
+// timing-only. `check` is the command's request to compare values with a golden: refused with
+// --timing-only (Error(kInvalidArgument) naming both flags), since no values are computed.
+void ApplySimMode(const char* command, const CommonOptions& options, bool check);
 
 }  // namespace nkisim::launcher

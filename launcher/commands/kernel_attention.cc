@@ -42,7 +42,7 @@ void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--k", o->k_path, ".npy k (tkg [B, d, T]; cte [n_kv, B, S, d])");
   cmd->add_option("--v", o->v_path, ".npy v (tkg [B, T, d]; cte [n_kv, B, S, d])");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
-  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag | kTimingOnlyFlag,
                    {.profile_path = "", .seed = 1, .lnc = 2,
                     .trace_path = "nkisim-attention.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the fp64 golden at the reference tolerance");
@@ -53,6 +53,7 @@ int RunKernelAttention(const AttentionOptions& options) {
   const auto host_start = std::chrono::steady_clock::now();
   AttentionOptions o = options;
   if (o.b == 0) o.b = o.variant == "tkg" ? 4 : 1;
+  ApplySimMode("kernel attention", o.common, o.check);
   const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
   const bool tkg = o.variant == "tkg";

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 #include "runtime/npy.h"
 #include "runtime/rng.h"
 #include "runtime/trace.h"
@@ -28,6 +29,7 @@ TensorView LoadOrRandomInput(const std::string& npy_path, const std::string& nam
 
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor) {
+  if (!Functional()) return "not written (timing-only: no values computed)";
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {

@@ -32,7 +32,8 @@ struct SizeFlag {
 void CheckKernelFlags(const char* command, std::initializer_list<SizeFlag> sizes,
                       double host_bytes);
 
-// Writes tensor to <out_dir>/<name>.npy (out_dir is created); returns the path.
+// Writes tensor to <out_dir>/<name>.npy (out_dir is created); returns the path. In the
+// timing-only mode writes nothing (the tensor holds no values) and says so in the returned text.
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor);
 

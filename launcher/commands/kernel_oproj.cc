@@ -95,7 +95,7 @@ void AddKernelOprojCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--weight-scale", o->weight_scale_path,
                   ".npy weight scale: STATIC (128, 1), ROW (128, H)");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
-  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag,
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag | kTimingOnlyFlag,
                    {.profile_path = "", .seed = 1, .lnc = 2,
                     .trace_path = "nkisim-oproj.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the golden at the reference tolerance");
@@ -112,6 +112,7 @@ int RunKernelOproj(const OprojOptions& o) {
                      (rows * k + k * static_cast<double>(o.h) + rows * static_cast<double>(o.h)) *
                          12.0);  // fp32 inputs, output, fp64 golden
   }
+  ApplySimMode("kernel oproj", o.common, o.check);
   const HardwareProfile profile = LoadProfile(o.common);
   const OprojKernel kernel = o.variant == "cte" ? OprojKernel::kCte : OprojKernel::kTkg;
   const kernels::OprojCase c{o.b,        o.n,

@@ -114,7 +114,7 @@ void AddKernelQkvCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--out-dir", o->out_dir, "write qkv_out.npy / fused_hidden.npy here")
       ->capture_default_str();
   cmd->add_flag("--write-inputs", o->write_inputs, "also write the inputs used into --out-dir");
-  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kTraceFlag | kProfileFlag,
+  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kTraceFlag | kProfileFlag | kTimingOnlyFlag,
                    {.profile_path = "", .seed = 1, .lnc = 2,
                     .trace_path = "nkisim-qkv.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the golden; exit 1 outside the tolerance");
@@ -150,6 +150,7 @@ int RunKernelQkv(const KernelQkvOptions& o) {
             StrCat("kernel qkv: --in-dir ", o.in_dir, ": not a directory"));
     }
   }
+  ApplySimMode("kernel qkv", o.common, o.check);
   const HardwareProfile profile = LoadProfile(o.common);
   kernels::QkvParams params = kernels::MakeQkvCase(CaseOptions(o));
   const double input_bytes = ReadInputs(o.in_dir, params);

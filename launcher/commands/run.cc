@@ -17,14 +17,23 @@ void AddRunCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--report", o->report_json, "JSON report output")->capture_default_str();
   CommonOptions defaults;
   defaults.trace_path = o->trace;
-  AddCommonOptions(cmd, common.get(), kTraceFlag, defaults)
-      .trace->description("Chrome/Perfetto trace of all ranks ('': none)");
+  const CommonOptionHandles handles =
+      AddCommonOptions(cmd, common.get(), kTraceFlag | kTimingOnlyFlag, defaults);
+  handles.trace->description("Chrome/Perfetto trace of all ranks ('': none)");
+  handles.timing_only->description(
+      "advance the clocks only: compute, move and check no values (same simulated times); "
+      "the report says nothing was checked");
   cmd->add_option("--mpirun", o->mpirun, "mpirun program")->capture_default_str();
+  cmd->add_flag("--mpirun-ranks", o->mpirun_ranks,
+                "with --timing-only: run the ranks as MPI processes under mpirun (default: threads "
+                "of this process, no mpirun; a scenario with a hostfile or a KILL or STALL "
+                "fault always uses mpirun)");
   cmd->add_flag("--as-rank", o->as_rank, "run as one rank of the job (set by the launcher)")
       ->group("");
   cmd->add_option("--control", o->control, "the launcher's control plane host:port")->group("");
   cmd->callback([o, common, exit_code] {
     o->trace = common->trace_path;
+    o->timing_only = common->timing_only;
     *exit_code = o->as_rank || RunningUnderMpirun() ? RunRank(*o) : RunLauncher(*o);
   });
 }

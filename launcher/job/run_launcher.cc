@@ -74,13 +74,12 @@ std::string SelfExecutable() {
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "nkisim";
 }
 
-void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control::Server& server) {
+void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const std::string& channel) {
   std::printf("nkisim run %s: %d ranks, %s, plans:", o.config.c_str(), sc.world_size(),
               sc.spec.workload().c_str());
   for (const ResolvedPlan& p : sc.plans) std::printf(" %s", p.name.c_str());
-  std::printf("\n  control plane %s:%u; stall timeout %.1f s (start-up %.0f s)\n",
-              server.host().c_str(), server.port(), sc.spec.control().stall_timeout_s(),
-              sc.spec.control().startup_timeout_s());
+  std::printf("\n  %s; stall timeout %.1f s (start-up %.0f s)\n", channel.c_str(),
+              sc.spec.control().stall_timeout_s(), sc.spec.control().startup_timeout_s());
   std::fflush(stdout);
 }
 
@@ -88,7 +87,14 @@ void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const control:
 
 int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& server, Job* job,
               std::chrono::steady_clock::time_point start) {
-  PrintHeader(o, sc, server);
+  return Supervise(
+      o, sc, [&server](std::chrono::milliseconds timeout) { return server.Next(timeout); },
+      StrCat("control plane ", server.host(), ":", server.port()), job, start);
+}
+
+int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource& next,
+              const std::string& channel, Job* job, std::chrono::steady_clock::time_point start) {
+  PrintHeader(o, sc, channel);
   std::optional<StopSignals> signals;
   if (job) signals.emplace();  // under a plain mpirun, mpirun owns the signals
   Monitor monitor(MonitorLimits::Of(sc), start);
@@ -101,7 +107,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
       failure = {StrCat("interrupted by ", strsignal(stop_signal)), ErrorCode::kInternal};
       break;
     }
-    if (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(100))) {
+    if (std::optional<control::Event> e = next(std::chrono::milliseconds(100))) {
       failure = monitor.Handle(*e, Clock::now());
       continue;
     }
@@ -120,7 +126,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
     if (std::optional<int> code = job ? job->Poll() : std::nullopt) {
       if (monitor.AllResults() && *code == 0) break;
       // Late messages may still be queued: drain them before judging.
-      while (std::optional<control::Event> e = server.Next(std::chrono::milliseconds(200))) {
+      while (std::optional<control::Event> e = next(std::chrono::milliseconds(200))) {
         if (!failure.failed()) failure = monitor.Handle(*e, Clock::now());
       }
       if (!failure.failed() && !monitor.AllResults()) {
@@ -149,7 +155,8 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, control::Server& 
     return stop_signal != 0 ? 128 + stop_signal : ExitCodeFor(failure.code);
   }
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const proto::RunReport report = BuildReport(sc, monitor.results(), wall_s);
+  proto::RunReport report = BuildReport(sc, monitor.results(), wall_s, o.timing_only);
+  report.set_in_process(o.in_process);
   std::printf("\n%s", FormatReport(report).c_str());
   WriteReportJson(report, o.report_json);
   std::printf("report: %s\n", o.report_json.c_str());
@@ -166,6 +173,13 @@ int RunLauncher(const RunOptions& o) {
   // The outputs must be writable before any rank starts, not after the whole job.
   CheckWritable(o.report_json, "--report");
   if (!o.trace.empty()) CheckWritable(o.trace, "--trace");
+  // Timing-only runs its ranks as threads, unless the job needs processes: another host, or a
+  // fault that kills or hangs a rank (a thread can do neither alone).
+  const proto::Fault::Kind fault = sc.spec.fault().kind();
+  if (o.timing_only && !o.mpirun_ranks && sc.spec.hostfile().empty() &&
+      fault != proto::Fault::KILL && fault != proto::Fault::STALL) {
+    return RunInProcess(o, sc, start);
+  }
   control::Server server(sc.spec.control().host(), static_cast<uint16_t>(sc.spec.control().port()));
   MpirunOptions m;
   m.mpirun = o.mpirun;
@@ -175,6 +189,11 @@ int RunLauncher(const RunOptions& o) {
   m.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.rank_command = {SelfExecutable(), "run",       o.config,
                     "--as-rank",      "--control", StrCat(server.host(), ":", server.port())};
+  if (o.timing_only) {
+    m.rank_command.push_back("--timing-only");
+    std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
+                "computed, moved or checked); ranks as MPI processes\n");
+  }
   Job job(MpirunCommand(m));
   return Supervise(o, sc, server, &job, start);
 }

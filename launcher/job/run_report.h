@@ -12,8 +12,11 @@
 
 namespace nkisim::launcher {
 
+// timing_only: the ranks ran --timing-only; the report says nothing was checked and compares no
+// plan outputs.
 proto::RunReport BuildReport(const ResolvedScenario& scenario,
-                             const std::map<int, proto::RankResult>& results, double wall_s);
+                             const std::map<int, proto::RankResult>& results, double wall_s,
+                             bool timing_only = false);
 std::string FormatReport(const proto::RunReport& report);
 // Throws Error(kBadConfig) naming the path when it cannot be written.
 void WriteReportJson(const proto::RunReport& report, const std::string& path);

@@ -218,11 +218,19 @@ proto::Topology PlanTopology(const proto::Scenario& s, const proto::Plan& p,
   const bool dp = p.attention_dp() > 1;
   bool has_tp = false, has_dp = false;
   for (int i = t.replica_groups_size() - 1; i >= 0; --i) {
-    const std::string& name = t.replica_groups(i).name();
-    if (name == kTpGroups) has_tp = true;
+    proto::ReplicaGroupSet& set = *t.mutable_replica_groups(i);
+    const std::string& name = set.name();
+    // A derived set given by name only (no groups) sets its algorithm and reduction: the groups
+    // are the plan's, so one file serves plans of different tp and G.
+    const bool no_groups = set.groups_case() == proto::ReplicaGroupSet::GROUPS_NOT_SET;
+    if (name == kTpGroups) {
+      has_tp = true;
+      if (no_groups) set.mutable_contiguous()->set_group_size(p.tp());
+    }
     if (name == kAttentionDpGroups) {
       if (dp) {
         has_dp = true;
+        if (no_groups) set.mutable_contiguous()->set_group_size(p.attention_dp());
       } else {
         t.mutable_replica_groups()->DeleteSubrange(i, 1);  // unused by a G = 1 plan
       }

@@ -7,6 +7,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::nisa {
 namespace {
@@ -80,9 +81,9 @@ void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode) {
   const bool software = mode == DgeMode::kSoftware || !hw_violation.empty();
   const double descriptors_ready = software ? GenerateDescriptors(src.numel()) : 0.0;
 
-  const std::vector<float> values = src.ToFloats();  // row-major [R, C]
+  const std::vector<float> values = Functional() ? src.ToFloats() : std::vector<float>();
   float* column = ScratchRow(0, rows);
-  for (int64_t c = 0; c < cols; ++c) {
+  for (int64_t c = 0; Functional() && c < cols; ++c) {
     for (int64_t r = 0; r < rows; ++r) column[r] = values[r * cols + c];
     dst.WriteRow(c, column);
   }
@@ -104,8 +105,9 @@ void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src
     Illegal(kInst, "src", src,
             StrCat("must be an SBUF tile with ", m, " elements per partition (dst's row)"));
   }
-  const std::vector<float> index_values = indices.ToFloats();
-  for (int64_t i = 0; i < n; ++i) {
+  // Timing-only: no values, so no row-index check and no accumulation.
+  const std::vector<float> index_values = Functional() ? indices.ToFloats() : std::vector<float>();
+  for (int64_t i = 0; Functional() && i < n; ++i) {
     const float row = index_values[i];
     if (!(row >= 0 && row < static_cast<float>(rows))) {
       Illegal(kInst, "indices", indices,
@@ -116,7 +118,7 @@ void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src
   const DType dt = dst.dtype();
   const int64_t width = static_cast<int64_t>(SizeOf(dt));
   float* x = ScratchRow(0, m);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; Functional() && i < n; ++i) {
     src.ReadRow(i, x);
     std::byte* row =
         dst.buffer().data() +

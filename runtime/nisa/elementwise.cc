@@ -5,6 +5,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::nisa {
 namespace {
@@ -97,7 +98,7 @@ void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, AluOp op, Engi
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   float* y = ScratchRow(1, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     a.ReadRow(p, x);
     b.ReadRow(p, y);
     for (int64_t i = 0; i < n; ++i) x[i] = ApplyAlu(op, x[i], y[i]);
@@ -121,7 +122,7 @@ void tensor_scalar(const Tile& dst, const Tile& data, const TensorScalarOps& ops
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   const ScalarReader s0{ops.operand0}, s1{ops.operand1};
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     data.ReadRow(p, x);
     const float v0 = s0.at(p), v1 = s1.at(p);
     for (int64_t i = 0; i < n; ++i) {
@@ -147,7 +148,7 @@ void scalar_tensor_tensor(const Tile& dst, const Tile& data0, AluOp op0, const S
   float* x = ScratchRow(0, n);
   float* y = ScratchRow(1, n);
   const ScalarReader s{scalar};
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     data0.ReadRow(p, x);
     data1.ReadRow(p, y);
     const float v = s.at(p);
@@ -189,7 +190,7 @@ void activation(const Tile& dst, ActFn fn, const Tile& data, const ActivationOpt
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   const ScalarReader scale{options.scale};
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     data.ReadRow(p, x);
     const float s = scale.at(p);
     const float b = options.bias.valid() ? ColumnAt(options.bias, p) : 0.0f;
@@ -212,7 +213,7 @@ void tensor_copy(const Tile& dst, const Tile& src, Engine engine) {
   issue.Reads("src", src).Writes("dst", dst);
   CheckSameShape(kInst, dst, "src", src);
   float* x = ScratchRow(0, dst.free_size());
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     src.ReadRow(p, x);
     dst.WriteRow(p, x);
   }
@@ -226,7 +227,7 @@ void reciprocal(const Tile& dst, const Tile& data) {
   CheckSameShape(kInst, dst, "data", data);
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     data.ReadRow(p, x);
     for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / x[i];
     dst.WriteRow(p, x);
@@ -248,7 +249,7 @@ void select(const Tile& dst, const Tile& predicate, const Tile& on_true, const T
   float* c = ScratchRow(0, n);
   float* t = ScratchRow(1, n);
   float* f = ScratchRow(2, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     predicate.ReadRow(p, c);
     on_true.ReadRow(p, t);
     on_false.ReadRow(p, f);
@@ -266,7 +267,7 @@ void memset(const Tile& dst, float value, Engine engine) {
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
   for (int64_t i = 0; i < n; ++i) x[i] = value;
-  for (int64_t p = 0; p < dst.partitions(); ++p) dst.WriteRow(p, x);
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) dst.WriteRow(p, x);
   Finish(issue, dst, {&dst});
 }
 
@@ -285,7 +286,7 @@ void iota(const Tile& dst, int64_t base, int64_t channel_multiplier,
   for (const auto& step_count : pattern) steps.push_back(step_count.first);
   const int64_t n = dst.free_size();
   float* x = ScratchRow(0, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     int64_t i = 0;
     ForEachStridedOffset(counts, steps, base + channel_multiplier * p,
                          [&](int64_t value) { x[i++] = static_cast<float>(value); });

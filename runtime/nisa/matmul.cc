@@ -5,6 +5,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::nisa {
 namespace {
@@ -93,14 +94,17 @@ void nc_matmul(const Tile& dst, const Tile& stationary, const Tile& moving,
   // The simulator runs one BLAS thread per core thread: many ranks share few host cores.
   static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
   (void)single_threaded_blas;
-  int64_t k = 0, cols_a = 0, cols_b = 0;
-  const float* a = GatherOperand(stationary, double_row, 0, &k, &cols_a);
-  const float* b = GatherOperand(moving, double_row, 1, &k, &cols_b);
-  auto* c = reinterpret_cast<float*>(dst.element_ptr(0, dst.free_offset()));
-  const int ldc = static_cast<int>(dst.buffer().row_elements());
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(m), b, static_cast<int>(n),
-              options.accumulate ? 1.0f : 0.0f, c, ldc);
+  const int64_t k = double_row ? 2 * stationary.partitions() : stationary.partitions();
+  if (Functional()) {
+    int64_t rows = 0, cols_a = 0, cols_b = 0;
+    const float* a = GatherOperand(stationary, double_row, 0, &rows, &cols_a);
+    const float* b = GatherOperand(moving, double_row, 1, &rows, &cols_b);
+    auto* c = reinterpret_cast<float*>(dst.element_ptr(0, dst.free_offset()));
+    const int ldc = static_cast<int>(dst.buffer().row_elements());
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a, static_cast<int>(m), b, static_cast<int>(n),
+                options.accumulate ? 1.0f : 0.0f, c, ldc);
+  }
 
   const int64_t bytes = stationary.numel() * SizeOf(stationary.dtype()) +
                         moving.numel() * SizeOf(moving.dtype()) + dst.numel() * 4;
@@ -132,13 +136,15 @@ void nc_transpose(const Tile& dst, const Tile& src, Engine engine) {
   } else if (dst.memory() != MemorySpace::kSbuf) {
     Illegal(kInst, "dst", dst, "a Vector transpose writes SBUF");
   }
-  float* in = ScratchRow(0, p * f);
-  float* out = ScratchRow(1, p * f);
-  for (int64_t i = 0; i < p; ++i) src.ReadRow(i, in + i * f);
-  for (int64_t i = 0; i < p; ++i) {
-    for (int64_t j = 0; j < f; ++j) out[j * p + i] = in[i * f + j];
+  if (Functional()) {
+    float* in = ScratchRow(0, p * f);
+    float* out = ScratchRow(1, p * f);
+    for (int64_t i = 0; i < p; ++i) src.ReadRow(i, in + i * f);
+    for (int64_t i = 0; i < p; ++i) {
+      for (int64_t j = 0; j < f; ++j) out[j * p + i] = in[i * f + j];
+    }
+    for (int64_t j = 0; j < f; ++j) dst.WriteRow(j, out + j * p);
   }
-  for (int64_t j = 0; j < f; ++j) dst.WriteRow(j, out + j * p);
 
   const bool narrow = SizeOf(src.dtype()) <= 2 && SizeOf(dst.dtype()) <= 2;
   const double ns = engine == Engine::kPE ? MatmulNs(prof, p, src.dtype())

@@ -6,6 +6,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
+#include "runtime/sim_mode.h"
 #include "runtime/rng.h"
 
 namespace nkisim::nisa {
@@ -80,7 +81,7 @@ void random(const Tile& dst) {
   const Stream first = Take(issue.core(), dst.numel());
   const CounterRng rng(first.seed, kPrngStreamId);
   float* row = ScratchRow(0, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     for (int64_t i = 0; i < n; ++i) row[i] = rng.Uniform(first.position + p * n + i);
     dst.WriteRow(p, row);
   }
@@ -104,7 +105,7 @@ void dropout(const Tile& dst, const Tile& data, const Scalar& prob) {
   const Stream first = Take(issue.core(), dst.numel());
   const CounterRng rng(first.seed, kPrngStreamId);
   float* x = ScratchRow(0, n);
-  for (int64_t p = 0; p < dst.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) {
     data.ReadRow(p, x);
     float rate = prob.value();
     if (prob.is_column()) prob.column().ReadRow(p, &rate);

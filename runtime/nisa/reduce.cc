@@ -5,6 +5,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::nisa {
 namespace {
@@ -66,7 +67,7 @@ void tensor_reduce(const Tile& dst, AluOp op, const Tile& data, const std::vecto
   const int64_t n = data.free_size();
   float* x = ScratchRow(0, n);
   float* out = ScratchRow(1, kept);
-  for (int64_t p = 0; p < data.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < data.partitions(); ++p) {
     data.ReadRow(p, x);
     std::fill(out, out + kept, ReductionIdentity(op));
     int64_t i = 0;
@@ -94,7 +95,7 @@ void bn_stats(const Tile& dst, const Tile& data) {
     Illegal(kInst, "dst", dst, StrCat("must be [", data.partitions(), ", 6]"));
   }
   float* x = ScratchRow(0, f);
-  for (int64_t p = 0; p < data.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < data.partitions(); ++p) {
     data.ReadRow(p, x);
     float stats[6];
     for (int parity = 0; parity < 2; ++parity) {
@@ -124,7 +125,7 @@ void bn_aggr(const Tile& dst, const Tile& data) {
     Illegal(kInst, "dst", dst, StrCat("must be [", data.partitions(), ", 2]"));
   }
   float* x = ScratchRow(0, f);
-  for (int64_t p = 0; p < data.partitions(); ++p) {
+  for (int64_t p = 0; Functional() && p < data.partitions(); ++p) {
     data.ReadRow(p, x);
     double n = 0, weighted_mean = 0;
     for (int64_t g = 0; g < f; g += 3) {

@@ -1,0 +1,89 @@
+#include "launcher/job/rank_plans.h"
+
+#include <chrono>
+#include <fstream>
+
+#include "launcher/scenarios/workload.h"
+
+namespace nkisim::launcher {
+namespace {
+
+void AppendTrace(const LogicalCore& lnc, const std::string& scenario, proto::RankResult& result) {
+  for (int c = 0; c < lnc.lnc(); ++c) {
+    for (const InstructionRecord& r : lnc.core(c).timeline().records()) {
+      proto::TraceEvent& e = *result.add_trace();
+      e.set_name(r.name);
+      e.set_core(static_cast<uint32_t>(c));
+      e.set_engine(static_cast<uint32_t>(EngineIndex(r.engine)));
+      e.set_start_ns(r.start_ns);
+      e.set_end_ns(r.end_ns);
+      e.set_bytes(r.bytes);
+      e.set_flops(r.flops);
+      e.set_operands(r.shapes.data());
+      e.set_scenario(scenario);
+    }
+  }
+}
+
+}  // namespace
+
+double PeakRssMib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+std::string ValidUtf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size() && !(n == 2 && c < 0xC2);
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (ok) {
+      out.append(text, i, n);
+      i += n;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
+
+proto::RankResult RunRankPlans(const ResolvedScenario& sc, int rank,
+                               const ContextFactory& make_context, const ProgressSink& sink,
+                               std::string* phase) {
+  proto::RankResult result;
+  SharedInputs shared;
+  const WorkloadInfo& workload = FindWorkload(sc.workload);
+  const double steps = sc.workload == Workload::kDecode ? sc.spec.steps() : 1;
+  for (const ResolvedPlan& plan : sc.plans) {
+    const auto plan_start = std::chrono::steady_clock::now();
+    LogicalCore lnc(plan.lnc, sc.profile, rank);
+    const std::unique_ptr<collectives::RankContext> ctx = make_context(plan.topology, lnc);
+    PhaseRunner runner(sink, lnc, rank, plan.name, sc.spec, result);
+    PlanRun run{sc, plan, *ctx, runner, shared, result};
+    ScenarioFootprint footprint;
+    try {
+      footprint = workload.run(run);
+    } catch (...) {
+      if (phase) *phase = runner.current();
+      throw;
+    }
+    (*result.mutable_kv_cache_bytes())[plan.name] = footprint.kv_cache_bytes;
+    (*result.mutable_weight_bytes())[plan.name] = footprint.weight_bytes;
+    (*result.mutable_step_sim_ns())[plan.name] = lnc.now() / steps;
+    (*result.mutable_host_ms())[plan.name] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start)
+            .count();
+    AppendTrace(lnc, plan.name, result);
+  }
+  return result;
+}
+
+}  // namespace nkisim::launcher
