@@ -20,11 +20,17 @@ double QuantizedInput(double a, const OprojRefInputs& in, double s_in, double fp
 // Fills rows [r0, r1) of A (row r = b*S + s, column c = n*D + k) into a [r1 - r0, N*D].
 using FillRows = std::function<void(int64_t r0, int64_t r1, double* a)>;
 
+// Largest chunk of the weight converted to fp64 at once (elements; 1 Mi = 8 MiB).
+constexpr int64_t kMaxWeightChunkElements = int64_t{1} << 20;
+
 // y [rows, H] = A @ W, scaled and biased: kRowBlock rows of A at a time, one dgemm per block with
-// the fp64 weights (converted once per call).
+// the fp64 weights: converted once per call when they fit one chunk, else a chunk of H columns
+// at a time (a large weight never sits in memory whole in fp64, 8x its bf16 size).
 std::vector<float> Project(int64_t rows, const FillRows& fill, const OprojRefInputs& in) {
   const int64_t k_total = in.weight.dim(0), h = in.weight.dim(1);
-  const std::vector<double> w = MatrixAsDoubles(in.weight);
+  const int64_t w_chunk = std::max<int64_t>(1, kMaxWeightChunkElements / std::max<int64_t>(1, k_total));
+  const bool one_chunk = w_chunk >= h;
+  const std::vector<double> w_whole = one_chunk ? MatrixAsDoubles(in.weight) : std::vector<double>();
   const bool quant = in.quant != OprojQuant::kNone;
   const double s_in = in.quant == OprojQuant::kStatic ? in.input_scale.get({0, 0}) : 1.0;
   const double fp8_max = IsFp8(in.weight.dtype()) ? MaxValue(in.weight.dtype()) : 0.0;
@@ -50,7 +56,16 @@ std::vector<float> Project(int64_t rows, const FillRows& fill, const OprojRefInp
     for (int64_t e = 0; e < nr * k_total; ++e) {
       a_block[e] = QuantizedInput(a_block[e], in, s_in, fp8_max);
     }
-    Dgemm(nr, h, k_total, 1.0, a_block.data(), k_total, w.data(), h, false, 0.0, acc.data(), h);
+    if (one_chunk) {
+      Dgemm(nr, h, k_total, 1.0, a_block.data(), k_total, w_whole.data(), h, false, 0.0, acc.data(), h);
+    } else {
+      for (int64_t h0 = 0; h0 < h; h0 += w_chunk) {
+        const int64_t h1 = std::min(h, h0 + w_chunk);
+        const std::vector<double> w = MatrixAsDoubles(in.weight.slice(1, h0, h1));  // [K, h1 - h0]
+        Dgemm(nr, h1 - h0, k_total, 1.0, a_block.data(), k_total, w.data(), h1 - h0, false, 0.0,
+              acc.data() + h0, h);
+      }
+    }
     for (int64_t i = 0; i < nr; ++i) {
       for (int64_t j = 0; j < h; ++j) {
         const double v = acc[i * h + j];

@@ -8,6 +8,9 @@
 namespace nkisim::reference {
 namespace {
 
+// Largest chunk of the weight converted to fp64 at once (elements; 1 Mi = 8 MiB).
+constexpr int64_t kMaxWeightChunkElements = int64_t{1} << 20;
+
 using kernels::NormType;
 using kernels::QkvParams;
 using kernels::QuantizationType;
@@ -84,7 +87,12 @@ QkvGolden QkvReference(const QkvParams& p) {
   g.output.resize(static_cast<size_t>(tokens * i));
 
   const PrologueConstants pc = ReadPrologueConstants(p, h);
-  const std::vector<double> w = MatrixAsDoubles(p.fused_qkv_weights);  // [H, I], once per call
+  // W [H, I] in fp64 a chunk of rows of H at a time, so a large weight never sits in memory whole
+  // in fp64 (8x its bf16 size); with one chunk it is converted once per call.
+  const int64_t w_chunk = std::max<int64_t>(1, kMaxWeightChunkElements / std::max<int64_t>(1, i));
+  const bool one_chunk = w_chunk >= h;
+  const std::vector<double> w_whole = one_chunk ? MatrixAsDoubles(p.fused_qkv_weights)
+                                                : std::vector<double>();
   std::vector<double> col_scale(static_cast<size_t>(i), 1.0), bias(static_cast<size_t>(i), 0.0);
   if (p.quantization_type == QuantizationType::kStatic) {
     const std::vector<float> sw = p.qkv_w_scale.ToFloats();
@@ -108,7 +116,16 @@ QkvGolden QkvReference(const QkvParams& p) {
     const int64_t t1 = std::min(tokens, t0 + kRowBlock), rows = t1 - t0;
     Prologue(p, pc, t0, t1, h, &x, &g.fused_hidden);  // steps 1-3
     y.resize(static_cast<size_t>(rows * i));
-    Dgemm(rows, i, h, 1.0, x.data(), h, w.data(), i, false, 0.0, y.data(), i);  // step 4
+    if (one_chunk) {  // step 4
+      Dgemm(rows, i, h, 1.0, x.data(), h, w_whole.data(), i, false, 0.0, y.data(), i);
+    } else {
+      for (int64_t k0 = 0; k0 < h; k0 += w_chunk) {
+        const int64_t k1 = std::min(h, k0 + w_chunk);
+        const std::vector<double> w = MatrixAsDoubles(p.fused_qkv_weights.slice(0, k0, k1));
+        Dgemm(rows, i, k1 - k0, 1.0, x.data() + k0, h, w.data(), i, false, k0 == 0 ? 0.0 : 1.0,
+              y.data(), i);
+      }
+    }
     for (int64_t t = 0; t < rows; ++t) {
       for (int64_t c = 0; c < i; ++c) y[t * i + c] = y[t * i + c] * col_scale[c] + bias[c];
     }

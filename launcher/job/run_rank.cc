@@ -1,4 +1,5 @@
 // The rank side of `nkisim run`: one MPI process, one logical core, the scenario's phases.
+#include <malloc.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -36,6 +37,10 @@ std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
 int RunRank(const RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SetSimMode(o.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
+  // Many ranks share the host's memory: buffers of 256 KiB and more (weights, caches, fp64
+  // goldens) are mapped and unmapped on their own, so their pages go back to the system when
+  // freed instead of staying in the heap as glibc's self-raising threshold would keep them.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   MPI_Init(nullptr, nullptr);
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

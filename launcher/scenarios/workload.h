@@ -9,6 +9,7 @@
 // Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -80,11 +81,16 @@ TensorView Slice(const std::string& name, const Shape& shape, DType dtype, uint6
   TensorView t = TensorView::Create(shape, dtype, name);
   if (!Functional()) return t;
   const CounterRng rng(seed, TensorIdFromName(name));
-  std::vector<float> values(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = rng.Uniform(global_index(static_cast<int64_t>(i)), lo, hi);
+  // A chunk at a time, so no fp32 copy of the whole tensor is ever held.
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  const TensorView flat = t.reshape({t.numel()});
+  std::vector<float> values;
+  for (int64_t first = 0; first < t.numel(); first += kChunk) {
+    const int64_t end = std::min(t.numel(), first + kChunk);
+    values.resize(static_cast<size_t>(end - first));
+    for (int64_t i = first; i < end; ++i) values[i - first] = rng.Uniform(global_index(i), lo, hi);
+    flat.slice(0, first, end).FromFloats(values);
   }
-  t.FromFloats(values);
   return t;
 }
 

@@ -216,7 +216,11 @@ INSTANTIATE_TEST_SUITE_P(
         QkvCase{"RowRms", 1, 7, 384, 4, 2, 16, NormType::kRmsNorm, QuantizationType::kRow,
                 QkvOutputLayout::kBSD, false, true, false},
         QkvCase{"DecodeOneToken", 1, 1, 128, 1, 1, 64, NormType::kRmsNorm, QuantizationType::kNone,
-                QkvOutputLayout::kBSD, true, false, false}),
+                QkvOutputLayout::kBSD, true, false, false},
+        // H x I = 2176 x 512 > 1 Mi elements: the fp64 weight in two chunks of H rows (2048 and
+        // 128), under both row blocks.
+        QkvCase{"ChunkedWeight", 2, 150, 2176, 2, 1, 128, NormType::kRmsNorm,
+                QuantizationType::kRow, QkvOutputLayout::kBSD, true, false, false}),
     [](const ::testing::TestParamInfo<QkvCase>& info) { return info.param.name; });
 
 // hidden_actual divides the RMS sum of squares; a block boundary must not change it.
@@ -308,6 +312,25 @@ TEST(OprojReferenceBlasTest, TkgMatchesPlainLoops) {
             a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
     ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
                 "tkg quant " + std::to_string(static_cast<int>(quant)));
+  }
+}
+
+// K x H = 256 x 4608 > 1 Mi elements: the fp64 weight in two chunks of H columns (4096 and 512),
+// under both row blocks of a 280-row TKG case.
+TEST(OprojReferenceBlasTest, ChunkedWeightMatchesPlainLoops) {
+  for (OprojQuant quant : {OprojQuant::kNone, OprojQuant::kRow}) {
+    std::mt19937 rng(7);
+    const int64_t d = 128, b = 70, n = 2, s = 4, h = 4608;
+    const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
+    const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
+    std::vector<double> a(static_cast<size_t>(b * s * n * d));
+    for (int64_t bb = 0; bb < b; ++bb)
+      for (int64_t sq = 0; sq < s; ++sq)
+        for (int64_t hd = 0; hd < n; ++hd)
+          for (int64_t k = 0; k < d; ++k)
+            a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
+    ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
+                "chunked tkg quant " + std::to_string(static_cast<int>(quant)));
   }
 }
 
