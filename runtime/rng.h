@@ -31,6 +31,9 @@ class CounterRng {
   // below hi, so in [lo, hi); lo == hi gives lo.
   // REQUIRES: lo and hi finite, lo <= hi (else Error kInvalidArgument).
   float Uniform(uint64_t index, float lo = 0.0f, float hi = 1.0f) const;
+  // out[j] = Uniform(indices[j], lo, hi) for j in [0, n): the same values, the range checked once
+  // and the loop vectorised where the CPU allows (bulk tensor initialisation).
+  void UniformMany(const uint64_t* indices, int64_t n, float lo, float hi, float* out) const;
   // Normal(mean, stddev) by Box-Muller on two uniforms cut from Bits(index); |z| < 6.8.
   float Normal(uint64_t index, float mean = 0.0f, float stddev = 1.0f) const;
 

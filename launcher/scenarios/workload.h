@@ -85,10 +85,13 @@ TensorView Slice(const std::string& name, const Shape& shape, DType dtype, uint6
   constexpr int64_t kChunk = int64_t{1} << 16;
   const TensorView flat = t.reshape({t.numel()});
   std::vector<float> values;
+  std::vector<uint64_t> indices;
   for (int64_t first = 0; first < t.numel(); first += kChunk) {
     const int64_t end = std::min(t.numel(), first + kChunk);
     values.resize(static_cast<size_t>(end - first));
-    for (int64_t i = first; i < end; ++i) values[i - first] = rng.Uniform(global_index(i), lo, hi);
+    indices.resize(values.size());
+    for (int64_t i = first; i < end; ++i) indices[i - first] = static_cast<uint64_t>(global_index(i));
+    rng.UniformMany(indices.data(), end - first, lo, hi, values.data());
     flat.slice(0, first, end).FromFloats(values);
   }
   return t;

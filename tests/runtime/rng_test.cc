@@ -276,5 +276,26 @@ TEST(RngTest, TensorIdFromNameIsFnv1a64) {
   EXPECT_EQ(TensorIdFromName(high), (0xCBF29CE484222325ull ^ 0xE9ull) * 0x100000001B3ull);
 }
 
+
+// The bulk form gives Uniform's values bit for bit (whichever vector path the CPU takes),
+// including a degenerate range and one so narrow that rounding lands on hi.
+TEST(RngTest, UniformManyEqualsUniform) {
+  const CounterRng rng(77, 5);
+  std::vector<uint64_t> indices;
+  for (uint64_t i = 0; i < 5000; ++i) indices.push_back(i * 7919 + (i % 3 == 0 ? 1u << 40 : 0));
+  const std::pair<float, float> ranges[] = {
+      {0.0f, 1.0f}, {-0.02f, 0.02f}, {0.5f, 1.5f}, {3.0f, 3.0f}, {1.0f, std::nextafter(1.0f, 2.0f)}};
+  for (const auto& [lo, hi] : ranges) {
+    std::vector<float> many(indices.size());
+    rng.UniformMany(indices.data(), static_cast<int64_t>(indices.size()), lo, hi, many.data());
+    for (size_t j = 0; j < indices.size(); ++j) {
+      ASSERT_EQ(many[j], rng.Uniform(indices[j], lo, hi)) << "index " << indices[j] << " range ["
+                                                          << lo << ", " << hi << ")";
+    }
+  }
+  float out = 0;
+  EXPECT_THROW(rng.UniformMany(indices.data(), 1, 2.0f, 1.0f, &out), Error);
+}
+
 }  // namespace
 }  // namespace nkisim
