@@ -1,5 +1,8 @@
 #include "runtime/error.h"
 
+#include <cstdarg>
+#include <cstdio>
+
 namespace nkisim {
 
 const char* ErrorCodeName(ErrorCode code) {
@@ -16,5 +19,18 @@ const char* ErrorCodeName(ErrorCode code) {
 }
 
 int ExitCodeFor(ErrorCode code) { return 10 + static_cast<int>(code); }
+
+std::string StrPrintf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
+}
 
 }  // namespace nkisim

@@ -44,6 +44,9 @@ std::string StrCat(const Args&... args) {
   return out.str();
 }
 
+// printf into a string (report lines and table cells); any length.
+std::string StrPrintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 [[noreturn]] inline void Raise(ErrorCode code, const std::string& message) {
   throw Error(code, message);
 }

@@ -15,6 +15,7 @@ packages=(
   libbenchmark-dev                    # benchmarks
   libopenblas-dev                     # tile math (nc_matmul) and the sgemm baseline
   libcli11-dev nlohmann-json3-dev     # command line, JSON traces
+  gnuplot-nox                         # the plots of `nkisim sweep` (PNG and SVG)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,7 @@
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
 #include "launcher/commands/run.h"
+#include "launcher/commands/sweep.h"
 #include "launcher/commands/validate.h"
 
 namespace nkisim::launcher {
@@ -25,6 +26,8 @@ constexpr Command kCommands[] = {
      "proto or JSON) and print what it resolves to"},
     {"run", "", AddRunCommand,
      "Run a scenario on many ranks under mpirun: live progress, checks, report, trace"},
+    {"sweep", "", AddSweepCommand,
+     "Run a grid of scenarios (plans x batch x KV length x ...) as nkisim run jobs: table, verdict, plots"},
     {"collective", "", AddCollectiveCommand,
      "Sweep one collective over sizes under mpirun (nccl-tests style)"},
     {"calibrate", "", AddCalibrateCommand,

@@ -79,21 +79,22 @@ int RunInProcess(const RunOptions& options, const ResolvedScenario& sc, Clock::t
           [&fabric, rank](const collectives::ResolvedTopology& topology, LogicalCore& lnc) {
             return std::make_unique<collectives::RankContext>(fabric, rank, topology, lnc);
           },
-          send, &phase);
+          send, &phase, !o.trace.empty());
       result.set_peak_rss_mib(PeakRssMib());
       *last.mutable_result() = std::move(result);
     } catch (const Error& e) {
       last.mutable_error()->set_phase(phase);
       last.mutable_error()->set_message(ValidUtf8(StrCat(ErrorCodeName(e.code()), ": ", e.what())));
       last.mutable_error()->set_code(static_cast<uint32_t>(e.code()));
-      fabric.Abort(StrCat("rank ", rank, " failed"));
     } catch (const std::exception& e) {
       last.mutable_error()->set_phase(phase);
       last.mutable_error()->set_message(ValidUtf8(StrCat("internal: ", e.what())));
       last.mutable_error()->set_code(static_cast<uint32_t>(ErrorCode::kInternal));
-      fabric.Abort(StrCat("rank ", rank, " failed"));
     }
+    // The error first, then the wake-up of the ranks waiting on this one: the supervisor then
+    // hears the cause before the "job aborted" of the others.
     send(last);
+    if (last.has_error()) fabric.Abort(StrCat("rank ", rank, " failed"));
     {
       std::lock_guard<std::mutex> lock(finished_mutex);
       ++finished;

@@ -33,6 +33,12 @@ bool RunningUnderMpirun() {
          std::getenv("PMI_RANK") != nullptr;
 }
 
+std::string SelfExecutable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "nkisim";
+}
+
 struct Job::Impl {
   bp::group group;
   bp::child child;

@@ -26,6 +26,10 @@ std::vector<std::string> MpirunCommand(const MpirunOptions& options);
 // True when this process is a rank started by mpirun (Open MPI or PMIx environment).
 bool RunningUnderMpirun();
 
+// This executable's path (/proc/self/exe; "nkisim" when it cannot be read): what the launcher
+// starts as ranks and the sweep as its jobs.
+std::string SelfExecutable();
+
 class Job {
  public:
   // Starts argv[0] (looked up on PATH) with the rest as arguments. Throws Error(kBadConfig)

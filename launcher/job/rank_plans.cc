@@ -57,7 +57,7 @@ std::string ValidUtf8(const std::string& text) {
 
 proto::RankResult RunRankPlans(const ResolvedScenario& sc, int rank,
                                const ContextFactory& make_context, const ProgressSink& sink,
-                               std::string* phase) {
+                               std::string* phase, bool with_trace) {
   proto::RankResult result;
   SharedInputs shared;
   const WorkloadInfo& workload = FindWorkload(sc.workload);
@@ -81,7 +81,7 @@ proto::RankResult RunRankPlans(const ResolvedScenario& sc, int rank,
     (*result.mutable_host_ms())[plan.name] =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start)
             .count();
-    AppendTrace(lnc, plan.name, result);
+    if (with_trace) AppendTrace(lnc, plan.name, result);
   }
   return result;
 }

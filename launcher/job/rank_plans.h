@@ -20,11 +20,12 @@ using ContextFactory = std::function<std::unique_ptr<collectives::RankContext>(
     const collectives::ResolvedTopology& topology, LogicalCore& lnc)>;
 
 // Runs every plan of `scenario` as rank `rank`. `*phase`, when given, holds the phase running
-// ("plan/phase", "" between phases) whenever this throws, for the error report. Throws what a
-// phase throws.
+// ("plan/phase", "" between phases) whenever this throws, for the error report. The result holds
+// the timelines' records as trace events only when `with_trace` (a job without --trace would
+// otherwise carry them all to the launcher for nothing). Throws what a phase throws.
 proto::RankResult RunRankPlans(const ResolvedScenario& scenario, int rank,
                                const ContextFactory& make_context, const ProgressSink& sink,
-                               std::string* phase);
+                               std::string* phase, bool with_trace);
 
 // Peak resident set (VmHWM) of this process, in MiB.
 double PeakRssMib();

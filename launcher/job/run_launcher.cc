@@ -16,6 +16,7 @@
 #include "launcher/control/server.h"
 #include "launcher/job/monitor.h"
 #include "launcher/job/mpirun.h"
+#include "launcher/job/stop_signals.h"
 #include "launcher/job/run_job.h"
 #include "launcher/job/run_report.h"
 #include "launcher/scenarios/scenario_config.h"
@@ -26,31 +27,6 @@ namespace nkisim::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The signal that asks the launcher to stop the job (0: none). Set by the handler, read by the
-// supervision loop, which polls at least every 100 ms.
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
-
-// While alive, SIGINT, SIGTERM and SIGHUP set g_stop_signal instead of killing the launcher, so it
-// can stop mpirun and the ranks first; the previous handlers come back afterwards.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = OnStopSignal;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &previous_[i]);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
-};
 
 // How long mpirun may take to abort by itself after a rank failed or died, before it is stopped.
 constexpr auto kAbortGrace = std::chrono::seconds(3);
@@ -66,12 +42,6 @@ void RemoveStaleOutputs(const RunOptions& o) {
       std::fprintf(stderr, "nkisim run: removed %s, an earlier run's output\n", path.c_str());
     }
   }
-}
-
-std::string SelfExecutable() {
-  char path[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "nkisim";
 }
 
 void PrintHeader(const RunOptions& o, const ResolvedScenario& sc, const std::string& channel) {
@@ -102,8 +72,8 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
   int stop_signal = 0;
   std::optional<Clock::time_point> all_in;
   while (!failure.failed() && !(job == nullptr && monitor.AllResults())) {
-    if (g_stop_signal != 0) {
-      stop_signal = g_stop_signal;
+    if (StopSignals::Received() != 0) {
+      stop_signal = StopSignals::Received();
       failure = {StrCat("interrupted by ", strsignal(stop_signal)), ErrorCode::kInternal};
       break;
     }
@@ -188,7 +158,8 @@ int RunLauncher(const RunOptions& o) {
   m.as_root = ::geteuid() == 0;
   m.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.rank_command = {SelfExecutable(), "run",       o.config,
-                    "--as-rank",      "--control", StrCat(server.host(), ":", server.port())};
+                    "--as-rank",      "--control", StrCat(server.host(), ":", server.port()),
+                    "--trace",        o.trace};  // "": the ranks keep no trace events
   if (o.timing_only) {
     m.rank_command.push_back("--timing-only");
     std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "

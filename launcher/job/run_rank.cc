@@ -91,7 +91,7 @@ int RunRank(const RunOptions& o) {
         [](const collectives::ResolvedTopology& topology, LogicalCore& lnc) {
           return std::make_unique<collectives::RankContext>(MPI_COMM_WORLD, topology, lnc);
         },
-        [&client](const proto::RankMessage& m) { client.Send(m); }, &phase);
+        [&client](const proto::RankMessage& m) { client.Send(m); }, &phase, !o.trace.empty());
     result.set_peak_rss_mib(PeakRssMib());
     proto::RankMessage done;
     *done.mutable_result() = std::move(result);

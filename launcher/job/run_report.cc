@@ -26,15 +26,6 @@ proto::PhaseSummary& PhaseOf(proto::ScenarioSummary& s, const std::string& phase
   return p;
 }
 
-std::string Line(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string Line(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buffer, sizeof buffer, format, args);
-  va_end(args);
-  return buffer;
-}
 
 }  // namespace
 
@@ -136,7 +127,7 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
 }
 
 std::string FormatReport(const proto::RunReport& report) {
-  std::string out = Line("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB %s\n",
+  std::string out = StrPrintf("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB %s\n",
                          report.config().c_str(), report.world_size(), report.workload().c_str(),
                          report.wall_s(), report.peak_rss_mib(),
                          report.in_process() ? "(one process: the ranks are its threads)"
@@ -144,33 +135,33 @@ std::string FormatReport(const proto::RunReport& report) {
   const bool decode = report.workload() == "decode";
   const bool timed = report.timing_only();
   if (timed) {
-    out += Line("mode: timing-only: simulated times as in the functional mode; no value computed "
+    out += StrPrintf("mode: timing-only: simulated times as in the functional mode; no value computed "
                 "or checked\n");
   }
   for (const proto::ScenarioSummary& s : report.scenarios()) {
-    out += Line("\n%s (tp %u, attention_dp %u, lnc %u, %u instance%s, %u replica%s): %s\n",
+    out += StrPrintf("\n%s (tp %u, attention_dp %u, lnc %u, %u instance%s, %u replica%s): %s\n",
                 s.name().c_str(), s.tp(), s.attention_dp(), s.lnc(), s.instances(),
                 s.instances() == 1 ? "" : "s", s.replicas(), s.replicas() == 1 ? "" : "s",
                 timed ? "timed" : s.pass() ? "PASS" : "FAIL");
-    out += Line("  %-16s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
+    out += StrPrintf("  %-16s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
                 "host (ms)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
                 "collective:algorithm");
     for (const proto::PhaseSummary& p : s.phases()) {
       const std::string check = timed ? std::string("not checked")
                                       : StrCat(p.pass() ? "PASS" : "FAIL", " (", p.failures(),
                                                "/", p.elements(), " outside)");
-      out += Line("  %-16s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
+      out += StrPrintf("  %-16s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
                   p.phase().c_str(), p.sim_ns() / 1000.0, p.host_ms(), p.max_abs_error(),
                   p.max_rel_error(), p.bound(), p.bytes_moved() / 1e6, check.c_str(),
                   p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }
     if (decode) {
-      out += Line("  decode step: %.3f us simulated (mean of %u); per rank: KV cache %.2f MiB, "
+      out += StrPrintf("  decode step: %.3f us simulated (mean of %u); per rank: KV cache %.2f MiB, "
                   "weights %.2f MiB; host %.1f s\n",
                   s.step_sim_ns() / 1000.0, s.steps(), s.kv_cache_bytes_per_rank() / 1048576.0,
                   s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
     } else {
-      out += Line("  prefill: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB; "
+      out += StrPrintf("  prefill: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB; "
                   "host %.1f s\n",
                   s.step_sim_ns() / 1000.0, s.kv_cache_bytes_per_rank() / 1048576.0,
                   s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
@@ -179,30 +170,30 @@ std::string FormatReport(const proto::RunReport& report) {
   if (report.scenarios_size() >= 2) {
     double fastest = report.scenarios(0).step_sim_ns();
     for (const proto::ScenarioSummary& s : report.scenarios()) fastest = std::min(fastest, s.step_sim_ns());
-    out += Line("\n%-22s", "side by side");
-    for (const proto::ScenarioSummary& s : report.scenarios()) out += Line(" %14s", s.name().c_str());
-    out += Line("\n%-22s", decode ? "decode step (us)" : "prefill (us)");
-    for (const proto::ScenarioSummary& s : report.scenarios()) out += Line(" %14.3f", s.step_sim_ns() / 1000.0);
-    out += Line("\n%-22s", "vs fastest");
+    out += StrPrintf("\n%-22s", "side by side");
+    for (const proto::ScenarioSummary& s : report.scenarios()) out += StrPrintf(" %14s", s.name().c_str());
+    out += StrPrintf("\n%-22s", decode ? "decode step (us)" : "prefill (us)");
+    for (const proto::ScenarioSummary& s : report.scenarios()) out += StrPrintf(" %14.3f", s.step_sim_ns() / 1000.0);
+    out += StrPrintf("\n%-22s", "vs fastest");
     for (const proto::ScenarioSummary& s : report.scenarios()) {
-      out += Line(" %13.2fx", fastest > 0 ? s.step_sim_ns() / fastest : 0.0);
+      out += StrPrintf(" %13.2fx", fastest > 0 ? s.step_sim_ns() / fastest : 0.0);
     }
-    out += Line("\n%-22s", "KV cache/rank (MiB)");
+    out += StrPrintf("\n%-22s", "KV cache/rank (MiB)");
     for (const proto::ScenarioSummary& s : report.scenarios()) {
-      out += Line(" %14.2f", s.kv_cache_bytes_per_rank() / 1048576.0);
+      out += StrPrintf(" %14.2f", s.kv_cache_bytes_per_rank() / 1048576.0);
     }
-    out += Line("\n%-22s", "weights/rank (MiB)");
+    out += StrPrintf("\n%-22s", "weights/rank (MiB)");
     for (const proto::ScenarioSummary& s : report.scenarios()) {
-      out += Line(" %14.2f", s.weight_bytes_per_rank() / 1048576.0);
+      out += StrPrintf(" %14.2f", s.weight_bytes_per_rank() / 1048576.0);
     }
     out += "\n";
   }
   for (const proto::PlanAgreement& a : report.agreement()) {
-    out += Line("layer output %s vs %s: max |diff| %.3e, bound %.3e over %lld values: %s\n",
+    out += StrPrintf("layer output %s vs %s: max |diff| %.3e, bound %.3e over %lld values: %s\n",
                 a.plan().c_str(), a.reference().c_str(), a.max_abs_diff(), a.bound(),
                 static_cast<long long>(a.compared()), a.pass() ? "AGREE" : "DIFFER");
   }
-  out += Line("\nresult: %s\n", timed         ? "DONE (timing-only: nothing checked)"
+  out += StrPrintf("\nresult: %s\n", timed         ? "DONE (timing-only: nothing checked)"
                                : report.pass() ? "PASS"
                                                : "FAIL");
   return out;

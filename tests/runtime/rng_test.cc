@@ -282,7 +282,7 @@ TEST(RngTest, TensorIdFromNameIsFnv1a64) {
 TEST(RngTest, UniformManyEqualsUniform) {
   const CounterRng rng(77, 5);
   std::vector<uint64_t> indices;
-  for (uint64_t i = 0; i < 5000; ++i) indices.push_back(i * 7919 + (i % 3 == 0 ? 1u << 40 : 0));
+  for (uint64_t i = 0; i < 5000; ++i) indices.push_back(i * 7919 + (i % 3 == 0 ? uint64_t{1} << 40 : 0));
   const std::pair<float, float> ranges[] = {
       {0.0f, 1.0f}, {-0.02f, 0.02f}, {0.5f, 1.5f}, {3.0f, 3.0f}, {1.0f, std::nextafter(1.0f, 2.0f)}};
   for (const auto& [lo, hi] : ranges) {

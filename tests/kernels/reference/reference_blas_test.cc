@@ -298,18 +298,25 @@ TEST(OprojReferenceBlasTest, CteMatchesPlainLoops) {
   }
 }
 
+// A of a TKG attention [D, B, N, S]: row b*S + s, column n*D + k.
+std::vector<double> TkgRows(const TensorView& att) {
+  const int64_t d = att.dim(0), b = att.dim(1), n = att.dim(2), s = att.dim(3);
+  std::vector<double> a(static_cast<size_t>(b * s * n * d));
+  for (int64_t bb = 0; bb < b; ++bb)
+    for (int64_t sq = 0; sq < s; ++sq)
+      for (int64_t hd = 0; hd < n; ++hd)
+        for (int64_t k = 0; k < d; ++k)
+          a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
+  return a;
+}
+
 TEST(OprojReferenceBlasTest, TkgMatchesPlainLoops) {
   for (OprojQuant quant : {OprojQuant::kNone, OprojQuant::kStatic, OprojQuant::kRow}) {
     std::mt19937 rng(6);
     const int64_t d = 32, b = 130, n = 2, s = 3, h = 64;  // 390 rows
     const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
     const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
-    std::vector<double> a(static_cast<size_t>(b * s * n * d));
-    for (int64_t bb = 0; bb < b; ++bb)
-      for (int64_t sq = 0; sq < s; ++sq)
-        for (int64_t hd = 0; hd < n; ++hd)
-          for (int64_t k = 0; k < d; ++k)
-            a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
+    const std::vector<double> a = TkgRows(att);
     ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
                 "tkg quant " + std::to_string(static_cast<int>(quant)));
   }
@@ -323,12 +330,7 @@ TEST(OprojReferenceBlasTest, ChunkedWeightMatchesPlainLoops) {
     const int64_t d = 128, b = 70, n = 2, s = 4, h = 4608;
     const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
     const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
-    std::vector<double> a(static_cast<size_t>(b * s * n * d));
-    for (int64_t bb = 0; bb < b; ++bb)
-      for (int64_t sq = 0; sq < s; ++sq)
-        for (int64_t hd = 0; hd < n; ++hd)
-          for (int64_t k = 0; k < d; ++k)
-            a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
+    const std::vector<double> a = TkgRows(att);
     ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
                 "chunked tkg quant " + std::to_string(static_cast<int>(quant)));
   }
