@@ -199,12 +199,19 @@ void Reduce(const CollectivePlan& plan, const GroupComm& group, const TensorView
     }
     return;
   }
+  const int64_t n = output.numel(), first = all ? 0 : group.position * n;
+  if (IsFloat(input.dtype()) && SizeOf(input.dtype()) <= 4) {  // fp32 holds them exactly
+    std::vector<float> values = input.ToFloats();
+    RunReductionSchedule(*plan.schedule, group, input.dtype(), values);
+    if (!all) values = std::vector<float>(values.begin() + first, values.begin() + first + n);
+    output.FromFloats(values);
+    return;
+  }
   std::vector<double> values = ReadAsDouble(input);
   RunReductionSchedule(*plan.schedule, group, input.dtype(), values);
   if (all) {
     WriteFromDouble(output, values);
   } else {
-    const int64_t n = output.numel(), first = group.position * n;
     WriteFromDouble(output, std::vector<double>(values.begin() + first, values.begin() + first + n));
   }
 }

@@ -30,13 +30,22 @@ int64_t ChunkBegin(int64_t elements, int num_chunks, int chunk) {
   return elements * chunk / num_chunks;
 }
 
-void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
-                          std::vector<double>& values) {
+namespace {
+
+template <typename T>
+MPI_Datatype MpiTypeOf();
+template <>
+MPI_Datatype MpiTypeOf<double>() { return MPI_DOUBLE; }
+template <>
+MPI_Datatype MpiTypeOf<float>() { return MPI_FLOAT; }
+
+template <typename T>
+void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::vector<T>& values) {
   const int me = group.position;
   const int64_t elements = static_cast<int64_t>(values.size());
   auto begin = [&](int c) { return ChunkBegin(elements, s.num_chunks, c); };
   auto pack = [&](const std::vector<int>& chunks) {
-    std::vector<double> out;
+    std::vector<T> out;
     for (int c : chunks) out.insert(out.end(), values.begin() + begin(c), values.begin() + begin(c + 1));
     return out;
   };
@@ -45,9 +54,9 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
     // the step's snapshot.
     struct Incoming {
       const Transfer* t;
-      std::vector<std::vector<double>> from;  // per source, in source order
+      std::vector<std::vector<T>> from;  // per source, in source order
     };
-    std::vector<std::vector<double>> outgoing;
+    std::vector<std::vector<T>> outgoing;
     std::vector<Incoming> incoming;
     std::vector<MPI_Request> requests;
     for (const Transfer& t : step.transfers) {
@@ -58,7 +67,7 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
       } else {
         Incoming in{&t, {}};
         for (int src : t.srcs) {
-          in.from.push_back(src == me ? pack(t.chunks) : std::vector<double>());
+          in.from.push_back(src == me ? pack(t.chunks) : std::vector<T>());
         }
         incoming.push_back(std::move(in));
       }
@@ -69,9 +78,9 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
       if (t.dst == me) continue;
       for (int src : t.srcs) {
         if (src != me) continue;
-        std::vector<double>& buf = outgoing[next_out++];
+        std::vector<T>& buf = outgoing[next_out++];
         requests.emplace_back();
-        CheckMpi(MPI_Isend(buf.data(), static_cast<int>(buf.size()), MPI_DOUBLE, t.dst, 0,
+        CheckMpi(MPI_Isend(buf.data(), static_cast<int>(buf.size()), MpiTypeOf<T>(), t.dst, 0,
                            group.comm, &requests.back()),
                  "reduction step (MPI_Isend)");
       }
@@ -83,7 +92,7 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
         if (in.t->srcs[k] == me) continue;
         in.from[k].resize(static_cast<size_t>(payload));
         requests.emplace_back();
-        CheckMpi(MPI_Irecv(in.from[k].data(), static_cast<int>(payload), MPI_DOUBLE,
+        CheckMpi(MPI_Irecv(in.from[k].data(), static_cast<int>(payload), MpiTypeOf<T>(),
                            in.t->srcs[k], 0, group.comm, &requests.back()),
                  "reduction step (MPI_Irecv)");
       }
@@ -107,11 +116,26 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
           }
           double acc = in.from[0][at];
           for (size_t k = 1; k < t.srcs.size(); ++k) acc = AddOnWire(dtype, acc, in.from[k][at]);
-          values[e] = dst_is_source ? acc : AddOnWire(dtype, values[e], acc);
+          values[e] = static_cast<T>(dst_is_source ? acc : AddOnWire(dtype, values[e], acc));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
+                          std::vector<double>& values) {
+  RunSchedule(s, group, dtype, values);
+}
+
+void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
+                          std::vector<float>& values) {
+  if (!IsFloat(dtype) || SizeOf(dtype) > 4) {
+    Raise(ErrorCode::kInternal, StrCat("fp32 reduction of ", DTypeName(dtype), " values"));
+  }
+  RunSchedule(s, group, dtype, values);
 }
 
 }  // namespace nkisim::collectives

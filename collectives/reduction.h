@@ -29,5 +29,11 @@ int64_t ChunkBegin(int64_t elements, int num_chunks, int chunk);
 // all_reduce, every chunk. Other chunks hold partial sums. Throws Error(kCommError) on MPI errors.
 void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                           std::vector<double>& values);
+// The same with the values held (and sent) as fp32: every value on the wire is rounded to dtype,
+// which for the float dtypes (fp32 and narrower) fp32 holds exactly, and each addition is still
+// done in fp64 and rounded at once, so the results are those of the fp64 form at half the memory.
+// REQUIRES: dtype a float dtype of at most 4 bytes.
+void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
+                          std::vector<float>& values);
 
 }  // namespace nkisim::collectives

@@ -221,7 +221,7 @@ ScenarioFootprint RunDecode(PlanRun& run) {
       if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
       const std::vector<float> sum = total.ToFloats();
       int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial.ToFloats(), &first);
+      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
       std::vector<float> block(sum.begin() + first, sum.begin() + first + static_cast<int64_t>(golden.size()));
       RecordLayerSample(run.result, plan.name, replica, s, b * h, first, block);
       return PhaseOutput{std::move(block), std::move(golden)};

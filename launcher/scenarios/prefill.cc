@@ -104,7 +104,7 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
       collectives::all_reduce(run.ctx, tp, partial, total);
       if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
       int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial.ToFloats(), &first);
+      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
       const TensorView flat = total.reshape({total_elements});
       std::vector<float> block =
           flat.slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
@@ -118,7 +118,7 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
       collectives::reduce_scatter(run.ctx, tp, partial.reshape({rows, h}), scattered);
       if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
       int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial.ToFloats(), &first);
+      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
       std::vector<float> block = scattered.ToFloats();
       if (block.size() != golden.size() || first != tp.position * mine * h) {
         Raise(ErrorCode::kInternal, StrCat("reduce_scatter: block of ", block.size(), " elements at ",

@@ -104,19 +104,34 @@ void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src) 
 }
 
 std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
-                                        const std::vector<float>& partial, int64_t* first) {
-  const std::vector<double> mine = AsDoubles(partial);
+                                        const TensorView& partial, int64_t* first) {
+  constexpr int64_t kMaxSendElements = int64_t{1} << 20;
   const int n = group.size();
-  std::vector<int> counts(static_cast<size_t>(n), 0);
+  const int64_t total = partial.numel();
+  std::vector<int64_t> counts(static_cast<size_t>(n)), offsets(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
-    counts[i] = static_cast<int>(mine.size() / n + (i < static_cast<int>(mine.size() % n)));
+    counts[i] = total / n + (i < total % n ? 1 : 0);
+    if (i > 0) offsets[i] = offsets[i - 1] + counts[i - 1];
   }
-  *first = 0;
-  for (int i = 0; i < group.position; ++i) *first += counts[i];
+  *first = offsets[group.position];
   std::vector<double> golden(static_cast<size_t>(counts[group.position]));
-  collectives::CheckMpi(MPI_Reduce_scatter(mine.data(), golden.data(), counts.data(), MPI_DOUBLE,
-                                           MPI_SUM, group.comm),
-                        "reference reduce_scatter");
+  const TensorView flat = partial.reshape({total});
+  const int64_t step = std::max<int64_t>(1, kMaxSendElements / n);
+  std::vector<double> send;
+  std::vector<int> piece(static_cast<size_t>(n));
+  // Slice j of every block at once: every member makes the same calls (counts[0] is the largest).
+  for (int64_t j = 0; j < counts[0]; j += step) {
+    send.clear();
+    for (int q = 0; q < n; ++q) {
+      const int64_t len = std::clamp<int64_t>(counts[q] - j, 0, step);
+      piece[q] = static_cast<int>(len);
+      const std::vector<float> part = flat.slice(0, offsets[q] + j, offsets[q] + j + len).ToFloats();
+      send.insert(send.end(), part.begin(), part.end());
+    }
+    collectives::CheckMpi(MPI_Reduce_scatter(send.data(), golden.data() + j, piece.data(),
+                                             MPI_DOUBLE, MPI_SUM, group.comm),
+                          "reference reduce_scatter");
+  }
   return golden;
 }
 

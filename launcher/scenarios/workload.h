@@ -105,10 +105,12 @@ std::vector<double> AsDoubles(const std::vector<float>& v);
 void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src);
 
 // The TP reduction's check: this member's block of the elementwise sum of every member's
-// `partial` over `group`, by a plain MPI_Reduce_scatter in fp64. Blocks split the flat tensor as
-// evenly as possible, earlier members one element more; `first` receives the block's first index.
+// `partial` over `group`, by plain MPI_Reduce_scatter calls in fp64. Blocks split the flat tensor
+// as evenly as possible, earlier members one element more; `first` receives the block's first
+// index. The blocks are reduced a slice at a time (at most 1 Mi fp64 values sent per call), so no
+// rank holds an fp64 copy of its whole partial. REQUIRES: partial contiguous.
 std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
-                                        const std::vector<float>& partial, int64_t* first);
+                                        const TensorView& partial, int64_t* first);
 
 // Records the layer output's values at global indices k * stride (stride chosen so at most
 // about 65536 samples cover an output of `total` elements) that fall in
