@@ -61,10 +61,13 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"pe_max_moving_free", static_cast<double>(p.pe_max_moving_free())},
       {"pe_cols", static_cast<double>(p.pe_cols())},
   };
+  // No figure of a machine comes near 1e12 (GHz, GB/s, bytes per partition, counts, ns); a value
+  // beyond it is a typo that would make every time 0 or astronomically large.
+  constexpr double kMaxFigure = 1e12;
   for (const Positive& f : positives) {
-    if (!(f.value > 0) || !std::isfinite(f.value)) {
+    if (!(f.value > 0 && f.value <= kMaxFigure)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
-                                          "' is ", f.value, "; it must be finite and > 0"));
+                                          "' is ", f.value, "; it must be finite, > 0 and <= 1e12"));
     }
   }
   struct NonNegative { const char* field; double value; };
@@ -73,11 +76,15 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"collective_step_latency_ns", p.collective_step_latency_ns()},
       {"collective_fixed_ns", p.collective_fixed_ns()},
       {"interinstance_latency_ns", p.interinstance_latency_ns()},
+      {"dma_fixed_ns", p.dma_fixed_ns()},
+      {"core_link_latency_ns", p.core_link_latency_ns()},
+      {"pe_min_cycles", static_cast<double>(p.pe_min_cycles())},
+      {"access_overhead_cycles", static_cast<double>(p.access_overhead_cycles())},
   };
   for (const NonNegative& f : non_negatives) {
-    if (!(f.value >= 0) || f.value == std::numeric_limits<double>::infinity()) {
+    if (!(f.value >= 0 && f.value <= kMaxFigure)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
-                                          "' is ", f.value, "; it must be finite and >= 0"));
+                                          "' is ", f.value, "; it must be finite, >= 0 and <= 1e12"));
     }
   }
   if (p.mesh_max_bytes_per_rank() > p.rdh_max_bytes_per_rank()) {

@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <vector>
+#include <map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -75,12 +77,12 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
     const char* text;
     const char* message;
   } cases[] = {
-      {"chips_per_instance: 0", "'chips_per_instance' is 0; it must be finite and > 0"},
+      {"chips_per_instance: 0", "'chips_per_instance' is 0; it must be finite, > 0 and <= 1e12"},
       {"torus_x: 0", "'torus_x' is 0"},
       {"pe_max_moving_free: 0", "'pe_max_moving_free' is 0"},
       {"neuronlink_gbps_per_chip: nan", "'neuronlink_gbps_per_chip' is nan"},
       {"collective_dma_gbps_per_rank: inf", "'collective_dma_gbps_per_rank' is inf"},
-      {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be finite and >= 0"},
+      {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be finite, >= 0 and <= 1e12"},
       {"torus_x: 2", "torus_x x torus_y (2 x 4) must equal chips_per_instance (16)"},
       {"mesh_max_bytes_per_rank: 1000000000", "mesh_max_bytes_per_rank (1000000000) must not exceed"},
       {"intrachip_gbps: 0", "'intrachip_gbps' is 0"},
@@ -97,6 +99,62 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.text << ": " << e.what();
     }
   }
+}
+
+// Every numeric field of the profile, by reflection, with 0, -1 (signed fields), NaN, infinity
+// and 1e300 (floating fields): each is refused as a bad config naming the field, except 0 for
+// the fields where it means something (listed with why). A new field is covered the day it is
+// added, and must be given a range or a place in that list.
+TEST(HardwareProfileTest, EveryNumericFieldIsRangeChecked) {
+  const std::map<std::string, const char*> zero_means_something = {
+      {"pe_min_cycles", "no minimum matmul length"},
+      {"access_overhead_cycles", "no per-instruction access bubble"},
+      {"dma_fixed_ns", "no fixed DMA cost"},
+      {"core_link_latency_ns", "no latency between the two cores"},
+      {"neuronlink_latency_ns", "no per-hop latency"},
+      {"collective_step_latency_ns", "no per-step latency"},
+      {"collective_fixed_ns", "no launch floor"},
+      {"interinstance_latency_ns", "no EFA latency"},
+      {"mesh_max_bytes_per_rank", "Mesh never chosen"},
+      {"rdh_max_bytes_per_rank", "RDH never chosen (needs mesh_max_bytes_per_rank 0 too)"},
+  };
+  const google::protobuf::Descriptor* d = proto::HardwareProfile::descriptor();
+  int cases = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING ||
+        f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+        f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) {
+      continue;
+    }
+    const bool floating = f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
+                          f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_FLOAT;
+    const bool is_signed = floating ||
+                           f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT32 ||
+                           f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64;
+    std::vector<std::string> values = {"0"};
+    if (is_signed) values.push_back("-1");
+    if (floating) values.insert(values.end(), {"nan", "inf", "1e300"});
+    for (const std::string& v : values) {
+      if (v == "0" && zero_means_something.count(f->name())) {
+        if (f->name() == "rdh_max_bytes_per_rank") continue;  // checked with its pair below
+        EXPECT_NO_THROW(ParseHardwareProfile(f->name() + ": 0", "p")) << f->name();
+        continue;
+      }
+      ++cases;
+      const std::string text = f->name() + ": " + v;
+      try {
+        ParseHardwareProfile(text, "p.textproto");
+        ADD_FAILURE() << text << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << text;
+        EXPECT_THAT(e.what(), HasSubstr(f->name())) << text;
+        EXPECT_THAT(e.what(), HasSubstr("p.textproto")) << text;
+      }
+    }
+  }
+  EXPECT_NO_THROW(ParseHardwareProfile("mesh_max_bytes_per_rank: 0 rdh_max_bytes_per_rank: 0", "p"));
+  EXPECT_GT(cases, 90);  // the reflection found the fields
 }
 
 TEST(HardwareProfileTest, MissingFileIsABadConfig) {
