@@ -417,6 +417,22 @@ void Check(ResolvedScenario& r, std::vector<std::string>& problems) {
                                 "; the plans of one job share its ranks"));
     }
   }
+  // The test fault must name a rank of the job and a phase of the workload, or it never fires.
+  const proto::Fault& f = s.fault();
+  if (f.kind() != proto::Fault::NONE && !s.plans().empty()) {
+    const uint64_t world = static_cast<uint64_t>(s.plans(0).tp()) * s.plans(0).replicas();
+    if (f.rank() >= world) {
+      problems.push_back(StrCat("fault.rank: ", f.rank(), " is outside the job's ", world, " ranks"));
+    }
+    const std::vector<std::string> phases = r.workload == Workload::kDecode ? DecodePhases()
+                                                                            : PrefillPhases();
+    if (std::find(phases.begin(), phases.end(), f.phase()) == phases.end()) {
+      std::string names;
+      for (const std::string& n : phases) names += (names.empty() ? "" : ", ") + n;
+      problems.push_back(StrCat("fault.phase: '", f.phase(), "' is not a phase of the ",
+                                s.workload(), " workload (", names, ")"));
+    }
+  }
 }
 
 std::string Ranges(int first, int count) {
@@ -452,9 +468,17 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
   FillDefaults(r.spec);
   r.profile = r.spec.hardware_profile().empty() ? Trn2Profile()
                                                 : LoadHardwareProfile(r.spec.hardware_profile());
-  r.dtype = ParseDType(r.spec.dtype());
   r.workload = r.spec.workload() == "prefill" ? Workload::kPrefill : Workload::kDecode;
   std::vector<std::string> problems;
+  // The layer's activations and weights: the float dtypes the kernels take.
+  const std::string& dt = r.spec.dtype();
+  if (dt == "bf16" || dt == "fp16" || dt == "fp32") {
+    r.dtype = ParseDType(dt);
+  } else {
+    problems.push_back(StrCat("dtype: '", dt, "' is not one of bf16, fp16, fp32 (the layer's ",
+                              "activations and weights)"));
+    r.dtype = DType::kBFloat16;  // so the other checks can go on
+  }
   Check(r, problems);
   if (!problems.empty()) {
     std::string message = StrCat(source, ": ", problems.size(), " problem", problems.size() == 1 ? "" : "s", ":");

@@ -95,6 +95,16 @@ inline std::vector<BadPlan> BadPlans() {
        "model.d_head: 64: prefill needs 128"},
       {"decode steps out of range", PlanScenario("batch: 8 kv_length: 16 steps: 5000 plans { tp: 8 }"),
        "steps: 5000 must be in [1, 1024]"},
+      {"an integer layer dtype", PlanScenario("batch: 8 kv_length: 16 dtype: \"int32\" plans { tp: 8 }"),
+       "dtype: 'int32' is not one of bf16, fp16, fp32"},
+      {"an unknown layer dtype", PlanScenario("batch: 8 kv_length: 16 dtype: \"fp8\" plans { tp: 8 }"),
+       "dtype: 'fp8' is not one of bf16, fp16, fp32"},
+      {"a fault on a rank outside the job",
+       PlanScenario("batch: 8 kv_length: 16 plans { tp: 8 } fault { kind: THROW rank: 8 phase: \"qkv\" }"),
+       "fault.rank: 8 is outside the job's 8 ranks"},
+      {"a fault in a phase the workload lacks",
+       PlanScenario("batch: 8 kv_length: 16 plans { tp: 8 } fault { kind: KILL rank: 1 phase: \"reduce_scatter\" }"),
+       "fault.phase: 'reduce_scatter' is not a phase of the decode workload"},
   };
 }
 
