@@ -30,7 +30,7 @@ void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--variant", o->variant, "tkg (decode over a KV cache) or cte (causal prefill)")
       ->check(CLI::IsMember({"tkg", "cte"}))
       ->capture_default_str();
-  cmd->add_option("--b", o->b, "batch rows B (default: 4 for tkg, 1 for cte)");
+  CLI::Option* b = cmd->add_option("--b", o->b, "batch rows B (default: 4 for tkg, 1 for cte)");
   cmd->add_option("--g", o->g, "tkg: query heads per KV head G")->capture_default_str();
   cmd->add_option("--t", o->t, "tkg: cached tokens T (this step's included)")->capture_default_str();
   cmd->add_option("--d", o->d, "head dim d")->capture_default_str();
@@ -46,13 +46,16 @@ void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code) {
                    {.profile_path = "", .seed = 1, .lnc = 2,
                     .trace_path = "nkisim-attention.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the fp64 golden at the reference tolerance");
-  cmd->callback([o, exit_code] { *exit_code = RunKernelAttention(*o); });
+  cmd->callback([o, b, exit_code] {
+    o->b_given = b->count() > 0;
+    *exit_code = RunKernelAttention(*o);
+  });
 }
 
 int RunKernelAttention(const AttentionOptions& options) {
   const auto host_start = std::chrono::steady_clock::now();
   AttentionOptions o = options;
-  if (o.b == 0) o.b = o.variant == "tkg" ? 4 : 1;
+  if (!o.b_given) o.b = o.variant == "tkg" ? 4 : 1;  // an explicit --b is range-checked below
   ApplySimMode("kernel attention", o.common, o.check);
   const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);

@@ -19,7 +19,8 @@ namespace nkisim::launcher {
 struct AttentionOptions {
   std::string variant = "tkg";  // tkg (decode) | cte (causal prefill)
   // tkg: B batch rows, G query heads per KV head, T cached tokens; cte: B, S, n_q, n_kv.
-  int64_t b = 0, g = 8, t = 4096, d = 128;  // b 0: 4 for tkg, 1 for cte
+  int64_t b = 0, g = 8, t = 4096, d = 128;  // b not given (b_given false): 4 for tkg, 1 for cte
+  bool b_given = false;
   int64_t s = 2048, nq = 32, nkv = 8;
   std::string dtype = "bf16";
   // .npy inputs; empty: seeded random values. tkg: q [G, B, d], k [B, d, T], v [B, T, d];

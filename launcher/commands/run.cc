@@ -7,6 +7,7 @@
 #include "launcher/commands/common_options.h"
 #include "launcher/job/mpirun.h"
 #include "launcher/job/run_job.h"
+#include "runtime/error.h"
 
 namespace nkisim::launcher {
 
@@ -34,6 +35,11 @@ void AddRunCommand(CLI::App* cmd, int* exit_code) {
   cmd->callback([o, common, exit_code] {
     o->trace = common->trace_path;
     o->timing_only = common->timing_only;
+    if (o->mpirun_ranks && !o->timing_only) {
+      Raise(ErrorCode::kInvalidArgument,
+            "run: --mpirun-ranks applies to --timing-only (a functional job's ranks always run "
+            "under mpirun)");
+    }
     *exit_code = o->as_rank || RunningUnderMpirun() ? RunRank(*o) : RunLauncher(*o);
   });
 }

@@ -76,6 +76,11 @@ TEST(KernelCliTest, BadFlagsOfEveryKernelCommandAreRefusedBeforeAnyWork) {
       {"kernel qkv --eps -1", 11, "--eps -1 must be finite and >= 0"},
       {"kernel qkv --hidden-actual -5", 11, "--hidden-actual -5 must be >= 0"},
       {"kernel attention --b -3", 11, "--b -3 must be in"},
+      {"kernel attention --b 0", 11, "--b 0 must be in [1, 16777216]"},  // not the default
+      {"kernel attention --timing-only --check", 11, "--check and --timing-only exclude each other"},
+      {"kernel oproj --timing-only --check", 11, "--check and --timing-only exclude each other"},
+      {"run " NKISIM_SOURCE_DIR "/configs/small_8ranks.textproto --mpirun-ranks", 11,
+       "--mpirun-ranks applies to --timing-only"},
   };
   for (const auto& c : cases) {
     const CommandResult r =
