@@ -87,7 +87,12 @@ bool Job::WaitFor(std::chrono::milliseconds limit) {
 }
 
 void Job::Stop(std::chrono::milliseconds grace) {
-  if (Poll()) return;
+  if (Poll()) {
+    // mpirun is gone (it may have been killed): ranks it left behind are still in its process
+    // group, and nothing else will end them.
+    ::kill(-impl_->group.native_handle(), SIGKILL);
+    return;
+  }
   ::kill(-impl_->group.native_handle(), SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + grace;
   while (!Poll() && std::chrono::steady_clock::now() < deadline) {

@@ -43,7 +43,8 @@ class Job {
   std::optional<int> Poll();
   // Waits up to `limit` for the job to end by itself; true when it has.
   bool WaitFor(std::chrono::milliseconds limit);
-  // SIGTERM to the whole process group, then SIGKILL after `grace`; waits for the end.
+  // SIGTERM to the whole process group, then SIGKILL after `grace`; waits for the end. When
+  // mpirun has already exited, SIGKILL to what is left of its group (ranks it left behind).
   void Stop(std::chrono::milliseconds grace = std::chrono::seconds(2));
 
  private:

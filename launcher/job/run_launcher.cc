@@ -117,7 +117,8 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
       // to the launcher needs the stop at once.
       const bool mpirun_aborts = failure.code == ErrorCode::kCommError ||
                                  (failure.code != ErrorCode::kTimeout && stop_signal == 0);
-      if (!mpirun_aborts || !job->WaitFor(kAbortGrace)) job->Stop();
+      if (mpirun_aborts) job->WaitFor(kAbortGrace);
+      job->Stop();  // also ends ranks an exited (or killed) mpirun left behind
     }
     std::fprintf(stderr, "nkisim run: FAILED after %s s: %s; the job was stopped\n",
                  monitor.Elapsed(Clock::now()).c_str(), failure.message.c_str());

@@ -186,7 +186,82 @@ pid_t StartLauncher(const std::string& name, const std::string& config_text) {
   return pid;
 }
 
+// The PIDs of the job's processes whose command line has `needle` and also `also`.
+std::vector<pid_t> ProcessesWith(const std::string& needle, const std::string& also) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && cmdline.find(also) != std::string::npos &&
+        std::stoi(name) != ::getpid()) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+// Waits up to `limit` for `pid` to exit; its exit code, or -1 on a timeout (then it is killed).
+int WaitExit(pid_t pid, double limit_s, double* seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (true) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (*seconds > limit_s) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
+
+// A rank stopped by SIGSTOP (it neither progresses nor beats) is declared stalled after the stall
+// timeout, named with its phase, and the whole job ends, the stopped rank included. SIGKILL of
+// mpirun ends the job as a communication error, and the ranks it leaves behind are ended too.
+TEST(RunE2eTest, StoppedRankAndKilledMpirunEndTheJob) {
+  const struct {
+    const char* name;
+    const char* whom;  // "--as-rank": a rank; "mpirun": mpirun
+    int signal;
+    int code;
+    const char* message;
+  } cases[] = {
+      {"sigstop_rank", "--as-rank", SIGSTOP, 16, "stalled"},
+      {"sigkill_mpirun", "mpirun", SIGKILL, 15, "the job was stopped"},  // its ranks die with it
+  };
+  for (const auto& c : cases) {
+    // Long enough to be caught mid-run: many decode steps of the small layer.
+    const pid_t launcher =
+        StartLauncher(c.name, SmallConfig("steps: 400\ncontrol { stall_timeout_s: 3 }\n"));
+    const std::string config = TempPath(std::string(c.name) + ".textproto");
+    std::vector<pid_t> targets;
+    for (int i = 0; i < 100 && targets.size() < (std::string(c.whom) == "mpirun" ? 1u : 8u); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      targets = ProcessesWith(config, c.whom);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the ranks are in their phases
+    ASSERT_FALSE(targets.empty()) << c.name;
+    const pid_t target = targets.back();
+    ASSERT_EQ(::kill(target, c.signal), 0) << c.name;
+    double seconds = 0;
+    const int code = WaitExit(launcher, 30, &seconds);
+    const std::string out = ReadFile(TempPath(std::string(c.name) + ".out"));
+    EXPECT_EQ(code, c.code) << c.name << "\n" << out;
+    EXPECT_LT(seconds, 3 + 10) << c.name;  // the stall timeout, then at most 10 s
+    EXPECT_THAT(out, HasSubstr(c.message)) << c.name;
+    EXPECT_THAT(out, HasSubstr("rank ")) << c.name;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(ProcessesMatching(config), 0) << c.name << ": processes of the job remain";
+    ::kill(target, SIGCONT);  // in case it survived, so nothing is left stopped
+  }
+}
 
 // Ctrl-C (or a SIGTERM) to the launcher while a rank hangs stops mpirun and every rank, exits
 // 128 + the signal, and removes the report an earlier run left.
