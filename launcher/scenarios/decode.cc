@@ -75,12 +75,12 @@ ScenarioFootprint RunDecode(PlanRun& run) {
   std::vector<TensorView> k_cache, v_cache;
   ScenarioFootprint footprint;
   for (int kv : kv_heads) {
-    k_cache.push_back(Slice("k_cache", {cache_rows, d, capacity}, dt, seed, -1, 1, [&](int64_t i) {
-      return global(i / (d * capacity), kv, i % capacity, (i / capacity) % d);
-    }));
-    v_cache.push_back(Slice("v_cache", {cache_rows, capacity, d}, dt, seed, -1, 1, [&](int64_t i) {
-      return global(i / (capacity * d), kv, (i / d) % capacity, i % d);
-    }));
+    // K [rows, d, T]: row r of the [rows x d, T] view is (batch row r / d, head dim r % d).
+    k_cache.push_back(Slice("k_cache", {cache_rows, d, capacity}, dt, seed, -1, 1,
+                            [&](int64_t r, int64_t t) { return global(r / d, kv, t, r % d); }));
+    // V [rows, T, d]: row r of the [rows x T, d] view is (batch row r / T, token r % T).
+    v_cache.push_back(Slice("v_cache", {cache_rows, capacity, d}, dt, seed, -1, 1,
+                            [&](int64_t r, int64_t k) { return global(r / capacity, kv, r % capacity, k); }));
     footprint.kv_cache_bytes += k_cache.back().size_bytes() + v_cache.back().size_bytes();
   }
   footprint.weight_bytes = shared.w_qkv.size_bytes() + shared.w_o.size_bytes();

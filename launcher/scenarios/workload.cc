@@ -48,20 +48,20 @@ void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps) {
   shared.tp = plan.tp;
   for (int s = 0; s < steps; ++s) {
     const int64_t base = (replica * steps + s) * b * tokens * h;
-    shared.x.push_back(Slice("x", {b, tokens, h}, dt, seed, -1, 1, [&](int64_t i) { return base + i; }));
+    shared.x.push_back(Slice("x", {b, tokens, h}, dt, seed, -1, 1,
+                             [&](int64_t r, int64_t c) { return base + r * h + c; }));
   }
   shared.qkv_golden.resize(static_cast<size_t>(steps));
-  shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t i) { return i; });
+  shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t, int64_t c) { return c; });
   const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
-  shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t i) {
-    const int64_t row = i / local, j = i % local;
+  shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t row, int64_t j) {
     const int64_t col = j < hpr * d           ? q0 * d + j
                         : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
                                               : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
     return row * fused + col;
   });
   shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
-                     [&](int64_t i) { return q0 * d * h + i; });
+                     [&](int64_t r, int64_t c) { return q0 * d * h + r * h + c; });
 }
 
 kernels::QkvParams RankQkvParams(const PlanRun& run, int step) {
