@@ -46,12 +46,17 @@ void LogicalCore::Launch(const std::function<void(const KernelContext&)>& kernel
   std::vector<std::promise<void>> done(cores_.size());
   std::vector<std::future<void>> results;
   for (auto& d : done) results.push_back(d.get_future());
+  // Each program's exception, moved in after its catch block has ended and before done[i] is
+  // set, so the pool thread keeps no reference to it: the main thread drops the last one and
+  // frees it. (promise::set_exception would not do: it takes the exception_ptr by value and
+  // copies it, and the pool thread's copy, released after the main thread is woken, could free
+  // the exception; ThreadSanitizer cannot see the reference count in libsupc++ and reports a
+  // race between that free and the main thread's reads of the exception.)
+  std::vector<std::exception_ptr> failures(cores_.size());
   for (int i = 0; i < lnc(); ++i) {
-    boost::asio::post(*pool_, [this, i, &kernel, &done] {
+    boost::asio::post(*pool_, [this, i, &kernel, &done, &failures] {
       NeuronCore& core = *cores_[i];
       ScopedCurrentCore scope(core);
-      // The exception is handed over after its catch block has ended, so this thread holds no
-      // reference the main thread's rethrow would race with (as ThreadSanitizer sees it).
       std::exception_ptr failure;
       try {
         kernel(KernelContext{i, lnc(), core, *this});
@@ -59,17 +64,15 @@ void LogicalCore::Launch(const std::function<void(const KernelContext&)>& kernel
         Abort(StrCat("program ", i, " failed: ", e.what()));
         failure = std::current_exception();
       }
-      if (failure) {
-        done[i].set_exception(std::move(failure));
-      } else {
-        done[i].set_value();
-      }
+      failures[i] = std::move(failure);
+      done[i].set_value();
     });
   }
   std::exception_ptr root, consequence;  // a program's own error beats the one it caused
-  for (auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
     try {
-      r.get();
+      results[i].get();
+      if (failures[i]) std::rethrow_exception(std::move(failures[i]));
     } catch (const Error& e) {
       std::exception_ptr& slot = e.code() == ErrorCode::kCommError ? consequence : root;
       if (!slot) slot = std::current_exception();
