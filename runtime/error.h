@@ -44,6 +44,11 @@ std::string StrCat(const Args&... args) {
   return out.str();
 }
 
+// `text` with every byte that does not belong to a well-formed UTF-8 sequence replaced by '?'.
+// proto3 strings must be UTF-8: a rank's error message that is not cannot be parsed by the
+// launcher, and a profile string that is not makes every serialisation of it log an error.
+std::string ValidUtf8(const std::string& text);
+
 // printf into a string (report lines and table cells); any length.
 std::string StrPrintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -87,6 +87,18 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
                                           "' is ", f.value, "; it must be finite, >= 0 and <= 1e12"));
     }
   }
+  // Strings go into cache keys and reports as protobuf strings, which must be UTF-8.
+  auto check_utf8 = [&](const std::string& field, const std::string& value) {
+    if (ValidUtf8(value) != value) {
+      Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", field, "' '",
+                                          ValidUtf8(value), "' is not valid UTF-8"));
+    }
+  };
+  check_utf8("name", p.name());
+  for (int i = 0; i < p.collective_tuning_size(); ++i) {
+    check_utf8(StrCat("collective_tuning[", i, "].algorithm"), p.collective_tuning(i).algorithm());
+    check_utf8(StrCat("collective_tuning[", i, "].source"), p.collective_tuning(i).source());
+  }
   if (p.mesh_max_bytes_per_rank() > p.rdh_max_bytes_per_rank()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile: mesh_max_bytes_per_rank (",

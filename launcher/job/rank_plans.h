@@ -30,8 +30,5 @@ proto::RankResult RunRankPlans(const ResolvedScenario& scenario, int rank,
 // Peak resident set (VmHWM) of this process, in MiB.
 double PeakRssMib();
 
-// `text` with every byte that does not belong to a well-formed UTF-8 sequence replaced by '?'
-// (proto3 strings must be UTF-8, or the launcher cannot parse a rank's error message).
-std::string ValidUtf8(const std::string& text);
 
 }  // namespace nkisim::launcher

@@ -89,6 +89,9 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
       {"interinstance_latency_ns: nan", "'interinstance_latency_ns' is nan"},
       {"collective_tuning { op: 'allreduce' }", "collective_tuning[1].op: 'allreduce' is not one of"},
       {"collective_tuning { op: 'all_gather' link_gbps: 0 }", "collective_tuning[1]"},
+      {"name: 'trn2-\\351'", "field 'name' 'trn2-?' is not valid UTF-8"},
+      {"collective_tuning { op: 'all_gather' source: '\\377x' }",
+       "'collective_tuning[1].source' '?x' is not valid UTF-8"},
   };
   for (const auto& c : cases) {
     try {
