@@ -1,6 +1,7 @@
 #include "runtime/sim_mode.h"
 
 #include <atomic>
+#include <cstdio>
 
 namespace nkisim {
 namespace {
@@ -15,6 +16,11 @@ bool Functional() { return CurrentSimMode() == SimMode::kFunctional; }
 
 const char* SimModeName(SimMode mode) {
   return mode == SimMode::kFunctional ? "functional" : "timing-only";
+}
+
+void PrintTimingOnlyBanner(const std::string& how) {
+  std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
+              "computed, moved or checked)%s\n", how.c_str());
 }
 
 ScopedSimMode::ScopedSimMode(SimMode mode) : previous_(CurrentSimMode()) { SetSimMode(mode); }

@@ -12,6 +12,8 @@
 // --timing-only). Reading it is a relaxed atomic load, cheap enough for every instruction.
 #pragma once
 
+#include <string>
+
 namespace nkisim {
 
 enum class SimMode { kFunctional, kTimingOnly };
@@ -21,6 +23,10 @@ SimMode CurrentSimMode();
 // True in the functional mode: compute values and move payloads.
 bool Functional();
 const char* SimModeName(SimMode mode);  // "functional", "timing-only"
+// The line a command prints when it runs timing-only:
+// "mode: timing-only (clocks advance as in the functional mode; no values are computed, moved or
+// checked)"; `how` (e.g. "; 64 ranks as threads of this process") is appended before the newline.
+void PrintTimingOnlyBanner(const std::string& how = "");
 
 // Sets the mode for a scope and restores the previous one (tests that run both modes).
 class ScopedSimMode {

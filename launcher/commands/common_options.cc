@@ -54,10 +54,7 @@ void ApplySimMode(const char* command, const CommonOptions& o, bool check) {
                  "values to compare"));
   }
   SetSimMode(o.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
-  if (o.timing_only) {
-    std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
-                "computed, moved or checked)\n");
-  }
+  if (o.timing_only) PrintTimingOnlyBanner();
 }
 
 }  // namespace nkisim::launcher

@@ -102,8 +102,7 @@ int RunInProcess(const RunOptions& options, const ResolvedScenario& sc, Clock::t
     finished_changed.notify_all();
   };
 
-  std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
-              "computed, moved or checked); %d ranks as threads of this process\n", world);
+  PrintTimingOnlyBanner(StrCat("; ", world, " ranks as threads of this process"));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) threads.emplace_back(rank_main, r);

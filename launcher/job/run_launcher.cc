@@ -22,6 +22,7 @@
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -163,8 +164,7 @@ int RunLauncher(const RunOptions& o) {
                     "--trace",        o.trace};  // "": the ranks keep no trace events
   if (o.timing_only) {
     m.rank_command.push_back("--timing-only");
-    std::printf("mode: timing-only (clocks advance as in the functional mode; no values are "
-                "computed, moved or checked); ranks as MPI processes\n");
+    PrintTimingOnlyBanner("; ranks as MPI processes");
   }
   Job job(MpirunCommand(m));
   return Supervise(o, sc, server, &job, start);

@@ -25,6 +25,7 @@
 #include "proto/report.pb.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -257,7 +258,7 @@ struct Runner {
     PointResult r;
     r.key = point.key;
     r.fingerprint = point.fingerprint;
-    r.mode = ModeName(options.timing_only);
+    r.mode = SimModeName(options.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
     r.log = run.log;
     r.job_wall_s = run.wall_s;
     return r;
@@ -266,13 +267,13 @@ struct Runner {
 
 }  // namespace
 
-const char* ModeName(bool timing_only) { return timing_only ? "timing-only" : "functional"; }
 
 SweepRun RunSweep(const ResolvedSweep& sweep, const SweepRunOptions& options,
                   const std::map<std::string, PointResult>& recorded,
                   const std::function<void(const std::vector<std::optional<PointResult>>&)>& after_job) {
   const Clock::time_point start = Clock::now();
-  const std::string mode = ModeName(options.timing_only);
+  const std::string mode =
+      SimModeName(options.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
   SweepRun run;
   run.points.resize(sweep.points.size());
   for (const SweepPoint& point : sweep.points) {

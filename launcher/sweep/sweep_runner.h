@@ -42,8 +42,6 @@ struct SweepRunOptions {
   std::string nkisim;             // the executable to run; empty: this one (/proc/self/exe)
 };
 
-// "timing-only" or "functional".
-const char* ModeName(bool timing_only);
 
 struct SweepRun {
   std::vector<std::optional<PointResult>> points;  // per point index; empty: not run

@@ -281,33 +281,29 @@ OprojRefInputs MakeOproj(int64_t k_total, int64_t h, OprojQuant quant, bool bias
   return in;
 }
 
+// A of an attention output, row b*S + s, column n*D + k: CTE [B, N, D, S] or TKG [D, B, N, S].
+std::vector<double> AttentionRows(const TensorView& att, bool cte) {
+  const int64_t b = att.dim(cte ? 0 : 1), n = att.dim(cte ? 1 : 2), d = att.dim(cte ? 2 : 0),
+                s = att.dim(3);
+  std::vector<double> a(static_cast<size_t>(b * s * n * d));
+  for (int64_t bb = 0; bb < b; ++bb)
+    for (int64_t sq = 0; sq < s; ++sq)
+      for (int64_t hd = 0; hd < n; ++hd)
+        for (int64_t k = 0; k < d; ++k)
+          a[(bb * s + sq) * n * d + hd * d + k] =
+              cte ? att.get({bb, hd, k, sq}) : att.get({k, bb, hd, sq});
+  return a;
+}
+
 TEST(OprojReferenceBlasTest, CteMatchesPlainLoops) {
   for (OprojQuant quant : {OprojQuant::kNone, OprojQuant::kStatic, OprojQuant::kRow}) {
     std::mt19937 rng(5);
     const int64_t b = 2, n = 3, d = 16, s = 300, h = 96;  // 600 rows: blocks cross b = 1
     const TensorView att = Random({b, n, d, s}, DType::kBFloat16, rng);
     const OprojRefInputs in = MakeOproj(n * d, h, quant, quant != OprojQuant::kRow, rng);
-    std::vector<double> a(static_cast<size_t>(b * s * n * d));
-    for (int64_t bb = 0; bb < b; ++bb)
-      for (int64_t sq = 0; sq < s; ++sq)
-        for (int64_t hd = 0; hd < n; ++hd)
-          for (int64_t k = 0; k < d; ++k)
-            a[(bb * s + sq) * n * d + hd * d + k] = att.get({bb, hd, k, sq});
-    ExpectClose(OutputProjectionCteRef(att, in), LoopOproj(b * s, n * d, a, in),
+    ExpectClose(OutputProjectionCteRef(att, in), LoopOproj(b * s, n * d, AttentionRows(att, true), in),
                 "cte quant " + std::to_string(static_cast<int>(quant)));
   }
-}
-
-// A of a TKG attention [D, B, N, S]: row b*S + s, column n*D + k.
-std::vector<double> TkgRows(const TensorView& att) {
-  const int64_t d = att.dim(0), b = att.dim(1), n = att.dim(2), s = att.dim(3);
-  std::vector<double> a(static_cast<size_t>(b * s * n * d));
-  for (int64_t bb = 0; bb < b; ++bb)
-    for (int64_t sq = 0; sq < s; ++sq)
-      for (int64_t hd = 0; hd < n; ++hd)
-        for (int64_t k = 0; k < d; ++k)
-          a[(bb * s + sq) * n * d + hd * d + k] = att.get({k, bb, hd, sq});
-  return a;
 }
 
 TEST(OprojReferenceBlasTest, TkgMatchesPlainLoops) {
@@ -316,7 +312,7 @@ TEST(OprojReferenceBlasTest, TkgMatchesPlainLoops) {
     const int64_t d = 32, b = 130, n = 2, s = 3, h = 64;  // 390 rows
     const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
     const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
-    const std::vector<double> a = TkgRows(att);
+    const std::vector<double> a = AttentionRows(att, false);
     ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
                 "tkg quant " + std::to_string(static_cast<int>(quant)));
   }
@@ -330,7 +326,7 @@ TEST(OprojReferenceBlasTest, ChunkedWeightMatchesPlainLoops) {
     const int64_t d = 128, b = 70, n = 2, s = 4, h = 4608;
     const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
     const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
-    const std::vector<double> a = TkgRows(att);
+    const std::vector<double> a = AttentionRows(att, false);
     ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
                 "chunked tkg quant " + std::to_string(static_cast<int>(quant)));
   }
