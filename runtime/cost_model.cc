@@ -15,6 +15,13 @@ double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dty
   return cycles / p.pe_freq_ghz();
 }
 
+double MxMatmulNs(const HardwareProfile& p, int64_t moving_free) {
+  const double cycles =
+      std::max<double>(static_cast<double>(moving_free), p.pe_min_cycles()) * 4.0 / p.pe_mx_speedup() +
+      p.access_overhead_cycles();
+  return cycles / p.pe_freq_ghz();
+}
+
 double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_elements, bool narrow) {
   double freq = 0, elems_per_cycle = 0;
   switch (engine) {

@@ -2,6 +2,7 @@
 // Pure functions: no state, no clock. The formulas (docs/architecture.md, "Cost model"):
 //   matmul      (max(N, pe_min_cycles) * f + access_overhead) / pe_freq, f = pe_fp32_cycle_factor
 //               for fp32 operands, else 1; an fp8 double-row matmul covers K = 256 in that time
+//   MX matmul   the bf16 matmul time * 4 / pe_mx_speedup (it contracts 4 values per partition)
 //   compute op  (access_overhead + ceil(F / (elems_per_cycle / partitions))) / engine_freq,
 //               F = free elements per partition (the partitions run in parallel)
 //   DMA         dma_fixed + bytes / dma_queue_bandwidth (HBM share contention is charged apart)
@@ -17,6 +18,8 @@
 namespace nkisim {
 
 double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dtype);
+// REQUIRES: p.pe_mx_speedup() > 0 (the profile has an MX path).
+double MxMatmulNs(const HardwareProfile& p, int64_t moving_free);
 // Vector, Scalar or GpSimd; narrow = every operand is 16-bit or narrower (Vector runs faster).
 double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_elements, bool narrow);
 double DmaQueueNs(const HardwareProfile& p, int64_t bytes);

@@ -21,12 +21,14 @@ struct MiniFloat {
   uint32_t inf_code;   // magnitude bits of infinity (unused when the format has none)
   uint32_t nan_code;   // magnitude bits of the canonical NaN
   bool ieee_top_exponent;  // the all-ones exponent holds only inf/NaN
+  bool has_nan = true;     // false: every code is a finite number (fp4 e2m1)
 };
 
 constexpr MiniFloat kFp16{5, 10, 15, 65504.0, false, 0x7C00, 0x7E00, true};
 constexpr MiniFloat kE4M3{4, 3, 7, 240.0, true, 0x78, 0x7F, true};
 constexpr MiniFloat kE4M3FN{4, 3, 7, 448.0, true, 0, 0x7F, false};
 constexpr MiniFloat kE5M2{5, 2, 15, 57344.0, true, 0x7C, 0x7F, true};
+constexpr MiniFloat kE2M1{2, 1, 1, 6.0, true, 0, 0, false, false};
 
 const MiniFloat& Fp8Format(DType dtype) {
   switch (dtype) {
@@ -43,9 +45,10 @@ uint32_t Encode(const MiniFloat& f, float x) {
   const uint32_t max_code = [&] {
     uint32_t top_exp = (1u << f.exponent_bits) - 1;
     if (f.ieee_top_exponent) return ((top_exp - 1) << f.mantissa_bits) | ((1u << f.mantissa_bits) - 1);
+    if (!f.has_nan) return (top_exp << f.mantissa_bits) | ((1u << f.mantissa_bits) - 1);
     return (top_exp << f.mantissa_bits) | ((1u << f.mantissa_bits) - 2);  // all-ones is NaN
   }();
-  if (std::isnan(x)) return sign | f.nan_code;
+  if (std::isnan(x)) return f.has_nan ? (sign | f.nan_code) : 0u;
   double a = std::fabs(static_cast<double>(x));
   if (std::isinf(a)) return sign | (f.saturate ? max_code : f.inf_code);
   if (a == 0.0) return sign;
@@ -79,7 +82,7 @@ float Decode(const MiniFloat& f, uint32_t code) {
   if (f.ieee_top_exponent && exp_field == top_exp) {
     value = mantissa == 0 ? std::numeric_limits<double>::infinity()
                           : std::numeric_limits<double>::quiet_NaN();
-  } else if (!f.ieee_top_exponent && magnitude == f.nan_code) {
+  } else if (!f.ieee_top_exponent && f.has_nan && magnitude == f.nan_code) {
     value = std::numeric_limits<double>::quiet_NaN();
   } else if (exp_field == 0) {
     value = std::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissa_bits);
@@ -135,7 +138,9 @@ void StoreRaw(void* p, T v) {
 size_t SizeOf(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
+    case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: return 4;
     case DType::kBFloat16: case DType::kFloat16: case DType::kUInt16: return 2;
+    case DType::kFp4E2M1FNx4: return 2;
     default: return 1;
   }
 }
@@ -153,6 +158,9 @@ const char* DTypeName(DType dtype) {
     case DType::kInt32: return "int32";
     case DType::kUInt16: return "uint16";
     case DType::kUInt32: return "uint32";
+    case DType::kFp8E4M3FNx4: return "fp8_e4m3fn_x4";
+    case DType::kFp8E5M2x4: return "fp8_e5m2_x4";
+    case DType::kFp4E2M1FNx4: return "fp4_e2m1fn_x4";
   }
   return "?";
 }
@@ -161,16 +169,21 @@ DType ParseDType(std::string_view name) {
   for (DType d : kAllDTypes) {
     if (name == DTypeName(d)) return d;
   }
+  for (DType d : kX4DTypes) {
+    if (name == DTypeName(d)) return d;
+  }
   struct Alias { std::string_view name; DType dtype; };
   static constexpr Alias kAliases[] = {
       {"float32", DType::kFloat32}, {"bfloat16", DType::kBFloat16}, {"float16", DType::kFloat16},
       {"float8_e4m3", DType::kFp8E4M3}, {"float8_e4m3fn", DType::kFp8E4M3FN},
-      {"float8_e5m2", DType::kFp8E5M2}};
+      {"float8_e5m2", DType::kFp8E5M2}, {"float8_e4m3fn_x4", DType::kFp8E4M3FNx4},
+      {"float8_e5m2_x4", DType::kFp8E5M2x4}, {"float4_e2m1fn_x4", DType::kFp4E2M1FNx4}};
   for (const Alias& a : kAliases) {
     if (name == a.name) return a.dtype;
   }
   std::string accepted;
   for (DType d : kAllDTypes) accepted += StrCat(accepted.empty() ? "" : ", ", DTypeName(d));
+  for (DType d : kX4DTypes) accepted += StrCat(", ", DTypeName(d));
   Raise(ErrorCode::kInvalidArgument,
         StrCat("dtype: unknown name '", name, "'; accepted: ", accepted));
 }
@@ -181,6 +194,11 @@ bool IsFloat(DType dtype) {
     case DType::kFp8E4M3: case DType::kFp8E4M3FN: case DType::kFp8E5M2: return true;
     default: return false;
   }
+}
+
+bool IsX4(DType dtype) {
+  return dtype == DType::kFp8E4M3FNx4 || dtype == DType::kFp8E5M2x4 ||
+         dtype == DType::kFp4E2M1FNx4;
 }
 
 bool IsFp8(DType dtype) {
@@ -199,6 +217,8 @@ double MaxValue(DType dtype) {
     case DType::kInt32: return std::numeric_limits<int32_t>::max();
     case DType::kUInt16: return std::numeric_limits<uint16_t>::max();
     case DType::kUInt32: return std::numeric_limits<uint32_t>::max();
+    case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4:
+      return X4MaxValue(dtype);
   }
   return 0;
 }
@@ -239,8 +259,11 @@ float ToFloat(DType dtype, const void* e) {
     case DType::kInt32: return static_cast<float>(LoadRaw<int32_t>(e));
     case DType::kUInt16: return static_cast<float>(LoadRaw<uint16_t>(e));
     case DType::kUInt32: return static_cast<float>(LoadRaw<uint32_t>(e));
+    case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4: break;
   }
-  return 0;
+  Raise(ErrorCode::kInvalidArgument,
+        StrCat("dtype ", DTypeName(dtype), " packs 4 values per element: only DMA, quantize_mx and ",
+               "nc_matmul_mx take it, not an instruction that reads single values"));
 }
 
 void FromFloat(DType dtype, float v, void* e) {
@@ -255,7 +278,11 @@ void FromFloat(DType dtype, float v, void* e) {
     case DType::kInt32: StoreRaw(e, SaturateToInt<int32_t>(v)); return;
     case DType::kUInt16: StoreRaw(e, SaturateToInt<uint16_t>(v)); return;
     case DType::kUInt32: StoreRaw(e, SaturateToInt<uint32_t>(v)); return;
+    case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4: break;
   }
+  Raise(ErrorCode::kInvalidArgument,
+        StrCat("dtype ", DTypeName(dtype), " packs 4 values per element: only quantize_mx writes ",
+               "it, not an instruction that writes single values"));
 }
 
 void ToFloat(DType dtype, const void* src, float* dst, size_t n) {
@@ -283,6 +310,65 @@ void FromFloat(DType dtype, const float* src, void* dst, size_t n) {
     auto* d = static_cast<std::byte*>(dst);
     const size_t w = SizeOf(dtype);
     for (size_t i = 0; i < n; ++i) FromFloat(dtype, src[i], d + i * w);
+  }
+}
+
+namespace {
+
+const MiniFloat& X4Format(DType x4) {
+  switch (x4) {
+    case DType::kFp8E4M3FNx4: return kE4M3FN;
+    case DType::kFp8E5M2x4: return kE5M2;
+    case DType::kFp4E2M1FNx4: return kE2M1;
+    default: Raise(ErrorCode::kInternal, StrCat("not an x4 dtype: ", DTypeName(x4)));
+  }
+}
+
+}  // namespace
+
+int X4ValueBits(DType x4) {
+  const MiniFloat& f = X4Format(x4);
+  return 1 + f.exponent_bits + f.mantissa_bits;
+}
+
+double X4MaxValue(DType x4) { return X4Format(x4).max_finite; }
+
+uint8_t X4EncodeValue(DType x4, float value) {
+  return static_cast<uint8_t>(Encode(X4Format(x4), value));
+}
+
+float X4DecodeValue(DType x4, uint8_t code) {
+  const MiniFloat& f = X4Format(x4);
+  const int bits = 1 + f.exponent_bits + f.mantissa_bits;
+  return Decode(f, code & ((1u << bits) - 1));
+}
+
+void UnpackX4(DType x4, const void* src, float* dst, size_t n_elements) {
+  const int bits = X4ValueBits(x4);
+  const auto* s = static_cast<const uint8_t*>(src);
+  if (bits == 8) {
+    const Fp8Table& table = DecodeTable(x4 == DType::kFp8E4M3FNx4 ? DType::kFp8E4M3FN : DType::kFp8E5M2);
+    for (size_t i = 0; i < 4 * n_elements; ++i) dst[i] = table[s[i]];
+    return;
+  }
+  for (size_t e = 0; e < n_elements; ++e) {
+    const uint16_t word = static_cast<uint16_t>(s[2 * e] | (s[2 * e + 1] << 8));
+    for (int j = 0; j < 4; ++j) dst[4 * e + j] = X4DecodeValue(x4, (word >> (4 * j)) & 0xF);
+  }
+}
+
+void PackX4(DType x4, const float* src, void* dst, size_t n_elements) {
+  const int bits = X4ValueBits(x4);
+  auto* d = static_cast<uint8_t*>(dst);
+  if (bits == 8) {
+    for (size_t i = 0; i < 4 * n_elements; ++i) d[i] = X4EncodeValue(x4, src[i]);
+    return;
+  }
+  for (size_t e = 0; e < n_elements; ++e) {
+    uint16_t word = 0;
+    for (int j = 0; j < 4; ++j) word |= static_cast<uint16_t>(X4EncodeValue(x4, src[4 * e + j]) << (4 * j));
+    d[2 * e] = static_cast<uint8_t>(word & 0xFF);
+    d[2 * e + 1] = static_cast<uint8_t>(word >> 8);
   }
 }
 

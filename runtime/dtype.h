@@ -26,25 +26,35 @@ enum class DType : uint8_t {
   kInt32,
   kUInt16,
   kUInt32,
+  // MX containers (NeuronCore-v4): one element packs 4 narrow floats, value j in bits
+  // [j * w, (j + 1) * w) (lowest first), w = 8 for fp8 and 4 for fp4. Only DMA (a byte copy),
+  // nisa::quantize_mx and nisa::nc_matmul_mx handle them; scalar conversions refuse them.
+  kFp8E4M3FNx4,  // 4 x fp8_e4m3fn in 32 bits
+  kFp8E5M2x4,    // 4 x fp8_e5m2 in 32 bits
+  kFp4E2M1FNx4,  // 4 x fp4_e2m1fn (OCP: no inf, no NaN, largest finite 6) in 16 bits
 };
 
 inline constexpr DType kAllDTypes[] = {
     DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kFp8E4M3,
     DType::kFp8E4M3FN, DType::kFp8E5M2, DType::kInt8, DType::kUInt8,
     DType::kInt32, DType::kUInt16, DType::kUInt32};
+// The x4 containers, kept out of kAllDTypes: they hold no single value to convert.
+inline constexpr DType kX4DTypes[] = {DType::kFp8E4M3FNx4, DType::kFp8E5M2x4, DType::kFp4E2M1FNx4};
 
 size_t SizeOf(DType dtype);
 const char* DTypeName(DType dtype);  // "fp32", "bf16", "fp16", "fp8_e4m3", ...
 // Accepts DTypeName spellings and common aliases ("float32", "bfloat16", "int32", ...).
 // Throws Error(kInvalidArgument) naming the accepted spellings on anything else.
 DType ParseDType(std::string_view name);
-bool IsFloat(DType dtype);
+bool IsFloat(DType dtype);  // scalar floats only: false for the x4 containers
 bool IsFp8(DType dtype);
-inline bool IsInteger(DType dtype) { return !IsFloat(dtype); }
+bool IsX4(DType dtype);
+inline bool IsInteger(DType dtype) { return !IsFloat(dtype) && !IsX4(dtype); }
 // Largest finite value of a float dtype, or the largest integer of an integer dtype.
 double MaxValue(DType dtype);
 
-// Scalar conversions.
+// Scalar conversions. An x4 dtype throws Error(kInvalidArgument): it holds 4 values (use the
+// x4 helpers below).
 float ToFloat(DType dtype, const void* element);
 void FromFloat(DType dtype, float value, void* element);
 
@@ -62,5 +72,17 @@ float Fp8BitsToFloat(DType fp8_dtype, uint8_t bits);
 
 // Rounds value to the nearest representable value of dtype (the round trip through storage).
 float RoundTo(DType dtype, float value);
+
+// x4 containers. The value format of an x4 dtype: 8 or 4 bits per value; the largest finite value
+// (448, 57344, 6). Encoding rounds to nearest, ties to even, and saturates like the fp8 dtypes
+// (infinity saturates too); fp4 has no NaN, so NaN encodes as +0 (an MX block holding NaN is
+// marked by its scale, runtime/mx.h). All throw Error(kInternal) for a dtype that is not x4.
+int X4ValueBits(DType x4);
+double X4MaxValue(DType x4);
+uint8_t X4EncodeValue(DType x4, float value);  // the value's code in the low X4ValueBits bits
+float X4DecodeValue(DType x4, uint8_t code);
+// n elements <-> 4 n values (value j of element e at index 4 e + j).
+void UnpackX4(DType x4, const void* src, float* dst, size_t n_elements);
+void PackX4(DType x4, const float* src, void* dst, size_t n_elements);
 
 }  // namespace nkisim

@@ -80,6 +80,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"core_link_latency_ns", p.core_link_latency_ns()},
       {"pe_min_cycles", static_cast<double>(p.pe_min_cycles())},
       {"access_overhead_cycles", static_cast<double>(p.access_overhead_cycles())},
+      {"pe_mx_speedup", p.pe_mx_speedup()},
   };
   for (const NonNegative& f : non_negatives) {
     if (!(f.value >= 0 && f.value <= kMaxFigure)) {
@@ -148,5 +149,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
 double PeakBf16Tflops(const HardwareProfile& p) {
   return 2.0 * p.pe_rows() * p.pe_cols() * p.pe_freq_ghz() / 1000.0;
 }
+
+double PeakMxTflops(const HardwareProfile& p) { return PeakBf16Tflops(p) * p.pe_mx_speedup(); }
 
 }  // namespace nkisim

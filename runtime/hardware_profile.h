@@ -25,5 +25,7 @@ void ValidateHardwareProfile(const HardwareProfile& profile, const std::string& 
 
 // Dense bf16 peak of one physical core in TFLOP/s (2 flops per multiply-accumulate).
 double PeakBf16Tflops(const HardwareProfile& profile);
+// The MX matmul's peak (nc_matmul_mx): PeakBf16Tflops * pe_mx_speedup; 0 without an MX path.
+double PeakMxTflops(const HardwareProfile& profile);
 
 }  // namespace nkisim

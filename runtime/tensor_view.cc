@@ -153,6 +153,23 @@ TensorView TensorView::reshape(const Shape& new_shape) const {
   return TensorView(buffer_, dtype_, new_shape, ContiguousStrides(new_shape), offset_);
 }
 
+TensorView TensorView::bitcast(DType to) const {
+  const int64_t from_bytes = static_cast<int64_t>(SizeOf(dtype_));
+  const int64_t to_bytes = static_cast<int64_t>(SizeOf(to));
+  const int64_t last = shape_.empty() ? 1 : shape_.back();
+  if (!is_contiguous() || shape_.empty() || (last * from_bytes) % to_bytes != 0 ||
+      (offset_ * from_bytes) % to_bytes != 0) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("bitcast of tensor '", name(), "' ", ShapeString(shape_), " ", DTypeName(dtype_),
+                 " to ", DTypeName(to), ": needs a contiguous view whose last dim (", last, " x ",
+                 from_bytes, " B) and offset divide into whole ", to_bytes, " B elements"));
+  }
+  Shape new_shape = shape_;
+  new_shape.back() = last * from_bytes / to_bytes;
+  return TensorView(buffer_, to, new_shape, ContiguousStrides(new_shape),
+                    offset_ * from_bytes / to_bytes);
+}
+
 TensorView TensorView::permute(const std::vector<int>& order) const {
   std::vector<int> sorted(order);
   std::sort(sorted.begin(), sorted.end());

@@ -82,6 +82,9 @@ class TensorView {
   TensorView slice(int dim, int64_t start, int64_t end, int64_t step = 1) const;
   TensorView reshape(const Shape& new_shape) const;                 // REQUIRES: contiguous
   TensorView permute(const std::vector<int>& order) const;
+  // The same bytes seen as `to` (uint32 [H/4, I] as fp8_e4m3fn_x4, fp8 [.., 4 n] as an x4 [.., n]).
+  // REQUIRES: a contiguous view whose last dim and offset divide into whole `to` elements.
+  TensorView bitcast(DType to) const;
   bool is_contiguous() const;
 
   AccessPattern access_pattern() const;

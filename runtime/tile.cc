@@ -35,7 +35,7 @@ TileBuffer::TileBuffer(NeuronCore* core, std::shared_ptr<OnChipAllocator> alloca
 TileBuffer::~TileBuffer() { allocator_->Free(offset_); }
 
 Tile::Tile(std::shared_ptr<TileBuffer> buffer)
-    : buffer_(std::move(buffer)), partitions_(buffer_->partitions()),
+    : buffer_(std::move(buffer)), dtype_(buffer_->dtype()), partitions_(buffer_->partitions()),
       free_shape_(buffer_->free_shape()), free_strides_(ContiguousStrides(free_shape_)) {}
 
 Shape Tile::shape() const {
@@ -122,9 +122,35 @@ Tile Tile::broadcast(int dim, int64_t size) const {
   return t;
 }
 
+int64_t Tile::partition_stride() const {
+  return buffer_->row_elements() * static_cast<int64_t>(SizeOf(buffer_->dtype())) /
+         static_cast<int64_t>(SizeOf(dtype_));
+}
+
+Tile Tile::bitcast(DType to) const {
+  const int64_t from_bytes = static_cast<int64_t>(SizeOf(dtype_));
+  const int64_t to_bytes = static_cast<int64_t>(SizeOf(to));
+  const int64_t row_bytes = buffer_->row_elements() * static_cast<int64_t>(SizeOf(buffer_->dtype()));
+  const int64_t last = free_shape_.empty() ? 1 : free_shape_.back();
+  if (!free_contiguous() || free_shape_.empty() || (last * from_bytes) % to_bytes != 0 ||
+      (free_offset_ * from_bytes) % to_bytes != 0 || row_bytes % to_bytes != 0) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("bitcast of tile ", Describe(), " to ", DTypeName(to),
+                 ": needs contiguous free dims whose last dim (", last, " x ", from_bytes,
+                 " B), offset and partition row divide into whole ", to_bytes, " B elements"));
+  }
+  Tile t = *this;
+  t.dtype_ = to;
+  t.free_offset_ = free_offset_ * from_bytes / to_bytes;
+  t.free_shape_.back() = last * from_bytes / to_bytes;
+  t.free_strides_ = ContiguousStrides(t.free_shape_);
+  return t;
+}
+
 std::byte* Tile::element_ptr(int64_t p, int64_t free_element_offset) const {
-  const int64_t row = (partition_start_ + p) * buffer_->row_elements();
-  return buffer_->data() + (row + free_element_offset) * static_cast<int64_t>(SizeOf(dtype()));
+  const int64_t row_bytes = (partition_start_ + p) * buffer_->row_elements() *
+                            static_cast<int64_t>(SizeOf(buffer_->dtype()));
+  return buffer_->data() + row_bytes + free_element_offset * static_cast<int64_t>(SizeOf(dtype()));
 }
 
 int64_t Tile::CheckedFreeOffset(int64_t partition, const std::vector<int64_t>& free_index) const {

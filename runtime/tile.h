@@ -68,8 +68,10 @@ class Tile {
   NeuronCore* core() const { return buffer_->core(); }
   MemorySpace memory() const { return buffer_->memory(); }
   const std::string& name() const { return buffer_->name(); }
-  DType dtype() const { return buffer_->dtype(); }
+  DType dtype() const { return dtype_; }  // the view's: the buffer's unless bitcast
   int64_t partitions() const { return partitions_; }
+  // Elements of dtype() from one partition row to the next.
+  int64_t partition_stride() const;
   int64_t partition_start() const { return partition_start_; }
   const Shape& free_shape() const { return free_shape_; }
   const Shape& free_strides() const { return free_strides_; }
@@ -88,6 +90,10 @@ class Tile {
   Tile reshape(const Shape& free_shape) const;              // REQUIRES: contiguous free dims
   // Repeats a size-1 free dim by a zero stride (a view, no copy): e.g. [P, 1] -> [P, 512].
   Tile broadcast(int dim, int64_t size) const;
+  // The same bytes seen as `to` (e.g. fp8 [P, 4 F] as fp8_e4m3fn_x4 [P, F], how a kernel hands
+  // per-tensor fp8 values to nc_matmul_mx). REQUIRES: contiguous free dims whose bytes, offset and
+  // row size divide into whole `to` elements; the last free dim is rescaled.
+  Tile bitcast(DType to) const;
 
   // Element access through fp32 (host code and tests; no simulated cost).
   float get(int64_t partition, const std::vector<int64_t>& free_index) const;
@@ -110,6 +116,7 @@ class Tile {
   int64_t CheckedFreeOffset(int64_t partition, const std::vector<int64_t>& free_index) const;
 
   std::shared_ptr<TileBuffer> buffer_;
+  DType dtype_ = DType::kFloat32;
   int64_t partition_start_ = 0;
   int64_t partitions_ = 0;
   Shape free_shape_;

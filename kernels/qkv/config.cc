@@ -58,6 +58,18 @@ const char* QkvVariantName(QkvVariant variant) {
   return "?";
 }
 
+const char* QkvWeightLayoutName(QkvWeightLayout layout) {
+  switch (layout) {
+    case QkvWeightLayout::kContiguous:
+      return "CONTIGUOUS";
+    case QkvWeightLayout::kMxContiguous:
+      return "MX_CONTIGUOUS";
+    case QkvWeightLayout::kMxInterleaved:
+      return "MX_INTERLEAVED";
+  }
+  return "?";
+}
+
 QkvConfig MakeQkvConfig(const QkvParams& p, const HardwareProfile& profile, int lnc,
                         QkvVariant variant) {
   QkvConfig c;
@@ -87,6 +99,8 @@ QkvConfig MakeQkvConfig(const QkvParams& p, const HardwareProfile& profile, int 
   c.io_dtype = p.input.dtype();
   c.compute_dtype = c.io_dtype == DType::kFloat32 ? DType::kBFloat16 : c.io_dtype;
   c.weight_dtype = p.fused_qkv_weights.dtype();
+  c.weight_layout = p.weight_layout;
+  c.h_transposed = p.is_h_dim_4h_transposed;
   c.out_dtype = variant == QkvVariant::kCte && c.quant == QuantizationType::kStatic
                     ? DType::kBFloat16
                     : c.io_dtype;

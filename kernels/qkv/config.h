@@ -28,11 +28,22 @@ struct QkvConfig {
   DType out_dtype = DType::kBFloat16;
   int64_t partitions = 128;  // profile partitions: the PE contraction tile and the P_MAX limit
   int64_t bank_cols = 512;   // profile pe_max_moving_free: one PSUM bank of fp32
+  QkvWeightLayout weight_layout = QkvWeightLayout::kContiguous;
+  bool h_transposed = false;  // is_h_dim_4h_transposed
 
   bool quantized() const {
     return quant == QuantizationType::kStatic || quant == QuantizationType::kRow;
   }
   bool has_heads() const { return q_dim > 0; }
+  bool mx() const { return quant == QuantizationType::kMx; }
+  // MX: the contraction chunk of one nc_matmul_mx (4 values on each partition) and the number of
+  // them over H; the kernel reads the input's columns in interleaved order unless it was given
+  // already transposed into the packed order.
+  int64_t mx_chunk() const { return 4 * partitions; }
+  int64_t mx_chunks() const { return h / mx_chunk(); }
+  bool mx_interleaved_input() const {
+    return weight_layout == QkvWeightLayout::kMxInterleaved && !h_transposed;
+  }
   // TKG: the 128-row H subtiles of one core's shard, H / (partitions * LNC).
   int64_t shard_subtiles() const { return h / (partitions * lnc); }
   // The dtype the matmul's stationary (input) operand takes: the weights' fp8 for STATIC.
@@ -40,7 +51,9 @@ struct QkvConfig {
     return quant == QuantizationType::kStatic ? weight_dtype : compute_dtype;
   }
   // The dtype the weights take in SBUF: fp8 as stored when quantized, else the compute dtype.
-  DType matmul_weight_dtype() const { return quantized() ? weight_dtype : compute_dtype; }
+  DType matmul_weight_dtype() const {
+    return quantized() || mx() ? weight_dtype : compute_dtype;
+  }
 };
 
 // TKG splits the norm's tokens between the two cores above these B * S (rmsnorm_tkg.py:31,

@@ -19,6 +19,7 @@
 
 #include "kernels/qkv/cte_prologue.h"
 #include "kernels/qkv/epilogue.h"
+#include "kernels/qkv/mx_scales.h"
 #include "kernels/qkv/tiling.h"
 #include "kernels/qkv/variants.h"
 #include "runtime/nisa/nisa.h"
@@ -74,7 +75,7 @@ struct CtePlan {
 // every tile. per_tile: SBUF bytes per partition each tile of a block holds.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
                 int64_t dma_target, bool rope) {
-  const int64_t np = cfg.partitions, h1 = cfg.h / np;
+  const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   const int64_t wbytes = static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   const int64_t unit = rope ? cfg.d : 1;
   const int64_t base = std::min(cfg.i, cfg.bank_cols / unit * unit);
@@ -152,6 +153,8 @@ class CteRunner {
 
  private:
   void Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk, bool release);
+  void MatmulMx(const Tile& acc, int64_t t, const Tile& w_scale, int64_t n, int64_t first_chunk,
+                bool release);
   void Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t c0);
 
   const QkvConfig& cfg_;
@@ -163,7 +166,11 @@ class CteRunner {
   FusedOutput output_;
   std::vector<Tile> acc_, evicted_, out_;
   CtePlan plan_;
-  std::vector<Tile> x_t_;
+  std::vector<Tile> x_t_;   // [P, H / P, P]; MX: x4 [P, H / 4P, P]
+  std::vector<Tile> x_ts_;  // MX: the E8M0 scales of x_t_, [P, H / 4P, P] uint8
+  MxBankScales w_scales_;   // MX
+  int64_t bank_seq_ = 0;    // MX: banks served so far (the scale ring's sequence)
+  int64_t blocks_ = 1;      // passes over the weights
   std::unique_ptr<Rope> rotary_;
   std::unique_ptr<WeightStream> stream_;
   int64_t turn_ = 0;
@@ -195,23 +202,34 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
     if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
   }
   const int64_t xbytes = static_cast<int64_t>(SizeOf(prologue_.transposed_dtype()));
+  // MX: a tile's x4 elements (4 B per 4 rows of H) and their scales (1 B each).
   const int64_t per_tile =
-      cfg.h * xbytes +
+      (cfg.mx() ? cfg.h / 4 * 5 : cfg.h * xbytes) +
       (rope_ ? 3 * cfg.d / 2 * static_cast<int64_t>(SizeOf(p.cos_cache.dtype())) : 0);
   const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
-  plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()), SbufFreeBytes(core) - rope_tmp,
+  const int64_t mx_scale_ring = cfg.mx() ? 2 * cfg.mx_chunks() * bank : 0;  // MxBankScales
+  plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
+                  SbufFreeBytes(core) - rope_tmp - mx_scale_ring,
                   per_tile, DmaTargetBytes(prof), rope_);
+  const int64_t subtiles = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   for (int64_t t = 0; t < plan_.block_tiles; ++t) {
-    x_t_.push_back(core.AllocateSbuf("x_t", {np, cfg.h / np, np}, prologue_.transposed_dtype()));
+    if (cfg.mx()) {
+      x_t_.push_back(core.AllocateSbuf("x_t_mx", {np, subtiles, np}, DType::kFp8E4M3FNx4));
+      x_ts_.push_back(core.AllocateSbuf("x_t_mx_scale", {np, subtiles, np}, DType::kUInt8));
+    } else {
+      x_t_.push_back(core.AllocateSbuf("x_t", {np, subtiles, np}, prologue_.transposed_dtype()));
+    }
   }
+  if (cfg.mx()) w_scales_ = MxBankScales(core, cfg, p, 1, 0, subtiles, plan_.width);
   if (rope_) rotary_ = std::make_unique<Rope>(core, cfg, p, plan_.block_tiles, plan_.width);
 
   const int64_t banks = (cfg.i + plan_.width - 1) / plan_.width;
   const int64_t blocks =
       (static_cast<int64_t>(tiles_.size()) + plan_.block_tiles - 1) / plan_.block_tiles;
-  const TensorView w = p.fused_qkv_weights.reshape({cfg.h / np, np, cfg.i}).permute({1, 0, 2});
+  blocks_ = blocks;
+  const TensorView w = p.fused_qkv_weights.reshape({subtiles, np, cfg.i}).permute({1, 0, 2});
   const CtePlan plan = plan_;
-  auto source = [w, plan, banks, i = cfg.i, h1 = cfg.h / np](int64_t k) {
+  auto source = [w, plan, banks, i = cfg.i, h1 = subtiles](int64_t k) {
     const int64_t c0 = (k / plan.h_chunks) % banks * plan.width, j0 = k % plan.h_chunks * plan.hc;
     return w.slice(1, j0, std::min(h1, j0 + plan.hc)).slice(2, c0, std::min(i, c0 + plan.width));
   };
@@ -237,7 +255,11 @@ void CteRunner::Run() {
     prologue_.Prepare(static_cast<int>(g % buffers_));
   };
   auto transpose = [&](int64_t g, int64_t t) {
-    prologue_.Transpose(static_cast<int>(g % buffers_), x_t_[t]);
+    if (cfg_.mx()) {
+      prologue_.TransposeMx(static_cast<int>(g % buffers_), x_t_[t], x_ts_[t]);
+    } else {
+      prologue_.Transpose(static_cast<int>(g % buffers_), x_t_[t]);
+    }
     load_next();
   };
   while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
@@ -250,12 +272,17 @@ void CteRunner::Run() {
     transpose(first, 0);
     for (int64_t bank = 0; bank < banks; ++bank, chunk += plan_.h_chunks) {
       const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
+      const Tile ws = cfg_.mx() ? w_scales_.Get(bank_seq_++, blocks_ * banks) : Tile();
       for (int64_t t = 0; t < nb; ++t) {
         const bool front = bank == 0 && t + 1 < nb;
         if (front) prepare(first + t + 1, t + 1);
         const RowTile& rows = tiles_[first + t];
         const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
-        Matmul(acc, x_t_[t], rows.n, chunk, /*release=*/t == nb - 1);
+        if (cfg_.mx()) {
+          MatmulMx(acc, t, ws.slice(2, 0, width), rows.n, chunk, /*release=*/t == nb - 1);
+        } else {
+          Matmul(acc, x_t_[t], rows.n, chunk, /*release=*/t == nb - 1);
+        }
         if (front) transpose(first + t + 1, t + 1);
         Finish(acc, rows, t, c0);
         ++turn_;
@@ -282,6 +309,20 @@ void CteRunner::Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t firs
         nisa::nc_matmul(acc, x_t.select(1, j).slice(1, 0, n), w.select(1, jj), options);
       }
       jj += step;
+    }
+    if (release) stream_->Release(first_chunk + c);
+  }
+}
+
+void CteRunner::MatmulMx(const Tile& acc, int64_t t, const Tile& w_scale, int64_t n,
+                         int64_t first_chunk, bool release) {
+  for (int64_t c = 0; c < plan_.h_chunks; ++c) {
+    const Tile w = stream_->Get(first_chunk + c);
+    for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj) {
+      const int64_t j = c * plan_.hc + jj;
+      nisa::nc_matmul_mx(acc, x_t_[t].select(1, j).slice(1, 0, n), w.select(1, jj),
+                         x_ts_[t].select(1, j).slice(1, 0, n), w_scale.select(1, j),
+                         {.accumulate = j > 0});
     }
     if (release) stream_->Release(first_chunk + c);
   }

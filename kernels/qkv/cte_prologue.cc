@@ -15,12 +15,21 @@ using nisa::AluOp;
 constexpr int64_t kColumnChunk = 2048;
 
 // A [1, H] row as [P, H / P]: element (p, j) is row[j * P + p], the value of partition p in
-// transposed subtile j.
-Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row, int64_t np,
-                       DType dtype) {
-  const int64_t h1 = row.dim(1) / np;
+// transposed subtile j. MX (subtile j = 4 c + v of chunk c, value v): row[4 (c P + p) + v], or
+// for MX_INTERLEAVED input row[(v / 2) H / 2 + 2 (c P + p) + v % 2].
+Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row,
+                       const QkvConfig& cfg, DType dtype) {
+  const int64_t np = cfg.partitions, h1 = row.dim(1) / np;
   Tile t = core.AllocateSbuf(name, {np, h1}, dtype);
-  nisa::dma_copy(t, row.reshape({h1, np}).permute({1, 0}));
+  if (!cfg.mx()) {
+    nisa::dma_copy(t, row.reshape({h1, np}).permute({1, 0}));
+  } else if (!cfg.mx_interleaved_input()) {
+    nisa::dma_copy(t.reshape({cfg.mx_chunks(), 4}),
+                   row.reshape({cfg.mx_chunks(), np, 4}).permute({1, 0, 2}));
+  } else {
+    nisa::dma_copy(t.reshape({cfg.mx_chunks(), 2, 2}),
+                   row.reshape({2, cfg.mx_chunks(), np, 2}).permute({2, 1, 0, 3}));
+  }
   return t;
 }
 
@@ -39,13 +48,13 @@ CtePrologue::CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams
   }
   const bool is_static = cfg.quant == QuantizationType::kStatic;
   if (params.gamma_norm_weights.valid()) {
-    gamma_t_ = LoadTransposedRow(core, "gamma_t", params.gamma_norm_weights, np, cfg.compute_dtype);
+    gamma_t_ = LoadTransposedRow(core, "gamma_t", params.gamma_norm_weights, cfg, cfg.compute_dtype);
   } else if (is_static) {
     gamma_t_ = core.AllocateSbuf("gamma_t", {np, h1}, cfg.compute_dtype);
     nisa::memset(gamma_t_, 1.0f, Engine::kGpSimd);
   }
   if (params.layer_norm_bias.valid()) {
-    beta_t_ = LoadTransposedRow(core, "beta_t", params.layer_norm_bias, np, cfg.compute_dtype);
+    beta_t_ = LoadTransposedRow(core, "beta_t", params.layer_norm_bias, cfg, cfg.compute_dtype);
   }
   if (is_static) {  // (x * gamma + beta) / s_in = x * (gamma / s_in) + beta / s_in
     const Tile inv = LoadInverseInputScale(core, params, np);
@@ -68,6 +77,16 @@ CtePrologue::CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams
   const HardwareProfile& prof = core.profile();
   const int64_t bank_bytes = prof.psum_bytes_per_partition() / prof.psum_banks();
   group_ = std::min<int64_t>(h1, bank_bytes / (np * SizeOf(cfg.compute_dtype)));
+  if (cfg.mx()) {
+    group_ = std::max<int64_t>(4, group_ / 4 * 4);  // whole chunks of 4 subtiles
+    for (Tile& t : transposed_)
+      t = core.AllocatePsum("x_t_psum", {np, group_ / 4, np, 4}, cfg.compute_dtype);
+    mx_stage_ = core.AllocateSbuf("x_t_mx_stage", {np, group_ / 4, np, 4}, cfg.compute_dtype);
+    if (beta_t_.valid()) {
+      scaled_ = core.AllocateSbuf("x_t_scaled", {np, group_ / 4, np, 4}, DType::kFloat32);
+    }
+    return;
+  }
   for (Tile& t : transposed_)
     t = core.AllocatePsum("x_t_psum", {np, group_, np}, cfg.compute_dtype);
   if (is_static || beta_t_.valid()) {
@@ -153,13 +172,42 @@ void CtePrologue::Transpose(int slot, const Tile& x_t) {
   }
 }
 
+int64_t CtePrologue::MxColumn(int64_t j) const {
+  const int64_t c = j / 4, v = j % 4, np = cfg_.partitions;
+  if (!cfg_.mx_interleaved_input()) return c * 4 * np + v;
+  return (v / 2) * (cfg_.h / 2) + 2 * c * np + v % 2;
+}
+
+void CtePrologue::TransposeMx(int slot, const Tile& x4_t, const Tile& xs_t) {
+  const Tile x = rows_[slot].slice(0, 0, n_[slot]);
+  const int64_t n = x.partitions(), np = cfg_.partitions, h1 = cfg_.h / np, step = MxStride();
+  for (int64_t j0 = 0; j0 < h1; j0 += group_) {
+    const int64_t g = std::min(group_, h1 - j0), gc = g / 4, c0 = j0 / 4;
+    const Tile bank = transposed_[turn_++ % 2];
+    for (int64_t jj = 0; jj < g; ++jj) {
+      const int64_t col = MxColumn(j0 + jj);
+      nisa::nc_transpose(bank.select(1, jj / 4).slice(1, 0, n).select(2, jj % 4),
+                         x.slice(1, col, col + step * (np - 1) + 1, step), Engine::kPE);
+    }
+    const Tile stage = mx_stage_.slice(1, 0, gc).slice(2, 0, n);
+    EvictTransposed(stage, bank.slice(1, 0, gc).slice(2, 0, n), j0);
+    for (int64_t c = 0; c < gc; ++c) {
+      nisa::quantize_mx(x4_t.select(1, c0 + c).slice(1, 0, n), stage.select(1, c),
+                        xs_t.select(1, c0 + c).slice(1, 0, n));
+    }
+  }
+}
+
 void CtePrologue::EvictTransposed(const Tile& dst, const Tile& src, int64_t j0) {
   if (!gamma_t_.valid()) {
     nisa::tensor_copy(dst, src);
     return;
   }
   const int64_t g = src.free_shape()[0], n = src.free_shape()[1];
+  // gamma / beta of the subtiles [j0, j0 + g) broadcast over the n rows: [P, g, n], or for MX
+  // (src [P, g chunks, n, 4]) [P, g, n, 4].
   auto per_row = [&](const Tile& t) {
+    if (cfg_.mx()) return t.slice(1, j0, j0 + 4 * g).reshape({g, 1, 4}).broadcast(2, n);
     return t.slice(1, j0, j0 + g).reshape({g, 1}).broadcast(2, n);
   };
   const bool is_static = cfg_.quant == QuantizationType::kStatic;
@@ -167,7 +215,7 @@ void CtePrologue::EvictTransposed(const Tile& dst, const Tile& src, int64_t j0) 
     nisa::tensor_tensor(dst, src, per_row(gamma_t_), AluOp::kMultiply);
     return;
   }
-  const Tile t = scaled_.slice(1, 0, g).slice(2, 0, n);
+  const Tile t = scaled_.slice(1, 0, g).slice(2, 0, n);  // MX: [P, g, n, 4]
   nisa::tensor_tensor(t, src, per_row(gamma_t_), AluOp::kMultiply);
   if (beta_t_.valid()) nisa::tensor_tensor(is_static ? t : dst, t, per_row(beta_t_), AluOp::kAdd);
   if (is_static) {

@@ -34,6 +34,11 @@ class CtePrologue {
   // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
   // at column j * P + p (times gamma, plus beta; for STATIC divided by s_in, clamped, fp8).
   void Transpose(int slot, const Tile& x_t);
+  // MX: the same transposes, read so that chunk c of 4 x P rows of H lands as x4 elements: the
+  // normalised rows go to a bf16 staging tile [P, chunks, n, 4] (value j of partition p in chunk c
+  // is the row the packed weights hold there: 4 (c P + p) + j, or its MX_INTERLEAVED source),
+  // then nisa::quantize_mx writes x4_t [P, H / 4P, >= n] and its scales xs_t (same shape, uint8).
+  void TransposeMx(int slot, const Tile& x4_t, const Tile& xs_t);
 
   // The dtype Transpose writes into x_t.
   DType transposed_dtype() const { return cfg_.matmul_input_dtype(); }
@@ -42,6 +47,9 @@ class CtePrologue {
   void ResidualAdd(const Tile& x, int64_t r0);
   void Normalize(const Tile& x);
   void EvictTransposed(const Tile& dst, const Tile& src, int64_t j0);
+  // MX: the first column of H and the column step of subtile j = 4 c + value.
+  int64_t MxColumn(int64_t j) const;
+  int64_t MxStride() const { return cfg_.mx_interleaved_input() ? 2 : 4; }
 
   QkvConfig cfg_;
   const QkvParams& params_;
@@ -55,7 +63,9 @@ class CtePrologue {
   Tile stats_;                   // [P, k] fp32 partial sums / bn_stats groups
   Tile mean_var_, rstd_;         // [P, 2], [P, 1] fp32
   Tile scaled_;                  // [P, G, P] fp32 eviction scratch (STATIC or beta)
-  Tile transposed_[2];           // [P, G, P] PSUM in the compute dtype (one bank each)
+  Tile transposed_[2];           // [P, G, P] PSUM in the compute dtype (one bank each);
+                                 // MX: [P, G / 4, P, 4]
+  Tile mx_stage_;                // MX: [P, G / 4, P, 4] compute dtype, quantize_mx's source
   int64_t group_ = 0;            // subtiles per transpose bank
   int64_t turn_ = 0;
   float fp8_max_ = 0;

@@ -9,11 +9,16 @@
 //   for NONE, an fp8 type for STATIC and ROW. bias [1, I]. gamma / layer_norm_bias [1, H].
 //   mlp_prev / attention_prev [B, S, H]. cos_cache / sin_cache [B, S, d]. STATIC: qkv_w_scale
 //   [1 | 128, 3] (columns Q, K, V), qkv_in_scale [1 | 128, 1]. ROW: qkv_w_scale [1 | 128, I].
+//   MX (NeuronCore-v4 profiles only): fused_qkv_weights [H / 4, I] fp8_e4m3fn_x4 or fp8_e5m2_x4
+//   packed MX_CONTIGUOUS or MX_INTERLEAVED (weight_layout), qkv_w_scale its E8M0 block scales
+//   [H / 32, I] uint8 (absent: the neutral 127); the input is quantized online per 32-value block
+//   (nisa::quantize_mx) and both scales apply inside nisa::nc_matmul_mx. H % 512 == 0.
 //   Output: BSD [B, S, I] or NBSd [I / d, B, S, d], in the input dtype, except CTE with STATIC,
 //   which writes bf16. TKG with fused_residual_add also returns x + mlp_prev + attention_prev.
 //   Dispatch (kAuto): CTE if fused_rope or S > 96 or B * S > 128 (the partitions), else TKG.
 // Errors: every rejected request throws Error(kInvalidArgument) worded
-//   "qkv: <parameter> = <value>: <rule>"; MX quantization throws Error(kNotSupported); a tile that
+//   "qkv: <parameter> = <value>: <rule>"; MX on a profile without the MX path, and STATIC_MX /
+//   ROW_MX (o_proj modes), throw Error(kNotSupported) naming the profile or mode; a tile that
 //   does not fit throws Error(kOutOfResources). Nothing is written when validation fails.
 // Threads: Qkv() runs the SPMD program on the LogicalCore's threads and returns when both
 //   physical cores are done; call it from one host thread at a time per LogicalCore.
@@ -41,11 +46,15 @@ enum class QuantizationType {
   kRowMx = 5
 };
 enum class QkvVariant { kAuto, kTkg, kCte };
+// How fused_qkv_weights are stored (the reference's QKVWeightLayout): CONTIGUOUS [H, I] for the
+// non-MX modes; the two x4 packings of kernels/common/mx_weights.h for MX.
+enum class QkvWeightLayout { kContiguous = 0, kMxContiguous = 1, kMxInterleaved = 2 };
 
 const char* QkvOutputLayoutName(QkvOutputLayout layout);   // "BSD", "NBSd", "NBdS"
 const char* NormTypeName(NormType norm);                   // "NO_NORM", "RMS_NORM", ...
 const char* QuantizationTypeName(QuantizationType quant);  // "NONE", "STATIC", "ROW", "MX", ...
 const char* QkvVariantName(QkvVariant variant);            // "auto", "tkg", "cte"
+const char* QkvWeightLayoutName(QkvWeightLayout layout);   // "CONTIGUOUS", "MX_CONTIGUOUS", ...
 
 // The reference's parameters (qkv.py:44-95); an invalid TensorView means "not given".
 struct QkvParams {
@@ -70,6 +79,11 @@ struct QkvParams {
   std::optional<int64_t> d_head;
   std::optional<int64_t> num_q_heads;
   std::optional<int64_t> num_kv_heads;
+  // MX: the input's H axis (and the residuals', gamma's and beta's) is already in the packed
+  // weights' row order (the reference's is_h_dim_4h_transposed / is_input_swizzled), so each run of
+  // 4 columns is one x4 element. Required by TKG MX; CTE MX takes either.
+  bool is_h_dim_4h_transposed = false;
+  QkvWeightLayout weight_layout = QkvWeightLayout::kContiguous;
 };
 
 // SEQLEN_THRESHOLD_FOR_QKV_CTE of the reference dispatcher.

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "kernels/common/mx_weights.h"
 #include "runtime/rng.h"
 
 namespace nkisim::kernels {
@@ -114,6 +115,16 @@ QkvParams MakeQkvCase(const QkvCaseOptions& o) {
   p.input = Gaussian(o, "input", hidden, o.dtype, is_static ? 1.0f : 0.0f);
   if (o.quant == QuantizationType::kRow) {
     RowQuantizedWeights(o, p, o.h, i);
+  } else if (o.quant == QuantizationType::kMx) {
+    const MxPackedWeights packed = PackMxWeights(
+        Gaussian(o, "fused_qkv_weights", {o.h, i}, DType::kFloat32),
+        o.weight_layout == QkvWeightLayout::kMxInterleaved ? MxWeightLayout::kInterleaved
+                                                           : MxWeightLayout::kContiguous,
+        DType::kFp8E4M3FNx4, "fused_qkv_weights");
+    p.fused_qkv_weights = packed.data;
+    p.qkv_w_scale = packed.scales;
+    p.weight_layout = o.weight_layout;
+    p.is_h_dim_4h_transposed = o.h_transposed;
   } else {
     p.fused_qkv_weights = Gaussian(o, "fused_qkv_weights", {o.h, i}, is_static ? kFp8 : o.dtype,
                                    is_static ? 1.0f : 0.0f);

@@ -5,6 +5,9 @@
 //     (1 / 240) * U(0.995, 1.005) as [128, 3] and [128, 1] with identical rows;
 //   * ROW: s_w[i] = max_h |W[h, i]| / 240, weights stored as W / s_w in fp8, s_w as [128, I];
 //   * RoPE caches: cos and sin of random angles, the first half duplicated into the second.
+//   * MX: Gaussian fp32 weights packed by PackMxWeights (fp8_e4m3fn_x4, weight_layout) with their
+//     E8M0 scales as qkv_w_scale; the H-axis tensors are random, so "given transposed" needs no
+//     permutation (is_h_dim_4h_transposed only says which order they are in).
 // A value depends only on (seed, tensor name, index) through CounterRng::Bits, so a case is the
 // same in every process and on every run (up to the last bit of the C library's log, cos, sin).
 #pragma once
@@ -32,6 +35,8 @@ struct QkvCaseOptions {
   bool rope = false;
   double eps = 1e-6;
   std::optional<int64_t> hidden_actual = std::nullopt;
+  QkvWeightLayout weight_layout = QkvWeightLayout::kMxContiguous;  // MX only
+  bool h_transposed = false;                                        // is_h_dim_4h_transposed
   uint64_t seed = 0;
 };
 

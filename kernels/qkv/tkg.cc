@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/qkv/epilogue.h"
+#include "kernels/qkv/mx_scales.h"
 #include "kernels/qkv/tiling.h"
 #include "kernels/qkv/tkg_prologue.h"
 #include "kernels/qkv/variants.h"
@@ -78,6 +79,18 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
 
   Tile x_in = TkgPrologue(ctx, cfg, params, result.fused_hidden);
   if (cfg.quant == QuantizationType::kStatic) x_in = QuantizeInput(core, cfg, params, x_in);
+  // MX: x_in [P, T, Q, 4] quantized per chunk into x4 [P, Q, T] with its E8M0 scales [P, Q, T].
+  const int64_t q_chunks = cfg.mx() ? cfg.h / (l * cfg.mx_chunk()) : 0;
+  MxBankScales w_scales;
+  Tile x4, x_scales;
+  if (cfg.mx()) {
+    x4 = core.AllocateSbuf("x_mx", {np, q_chunks, tokens}, DType::kFp8E4M3FNx4);
+    x_scales = core.AllocateSbuf("x_mx_scale", {np, q_chunks, tokens}, DType::kUInt8);
+    for (int64_t q = 0; q < q_chunks; ++q) {
+      nisa::quantize_mx(x4.select(1, q), x_in.select(2, q), x_scales.select(1, q));
+    }
+    w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, cfg.bank_cols);
+  }
   const Epilogue epilogue(core, cfg, params, tokens, cfg.io_dtype, /*add_bias=*/s == 0);
   Tile full = core.AllocateSbuf("qkv", {tokens, cfg.i}, cfg.io_dtype);
   Tile partial = full, peer;
@@ -94,15 +107,19 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   // per chunk, so every DMA moves about DmaTargetBytes.
   const DType wdt = cfg.matmul_weight_dtype();
   const int64_t wbytes = static_cast<int64_t>(SizeOf(wdt)), target = DmaTargetBytes(core.profile());
-  const TensorView w = params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
+  // Contraction subtiles per core: 128-row subtiles of H, or MX chunks of 4 x 128 rows.
+  const int64_t subtiles = cfg.mx() ? q_chunks : h1s;
+  const TensorView w =
+      cfg.mx() ? params.fused_qkv_weights.reshape({l, q_chunks, np, cfg.i}).select(0, s).permute({1, 0, 2})
+               : params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
   std::vector<TensorView> chunks;
   int64_t slot_elements = 1;
   for (int64_t c0 = 0; c0 < cfg.i; c0 += bank) {
     const int64_t c1 = std::min(cfg.i, c0 + bank);
-    const int64_t hc = std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, h1s);
+    const int64_t hc = std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, subtiles);
     slot_elements = std::max(slot_elements, hc * (c1 - c0));
-    for (int64_t j0 = 0; j0 < h1s; j0 += hc) {
-      chunks.push_back(w.slice(1, j0, std::min(h1s, j0 + hc)).slice(2, c0, c1));
+    for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {
+      chunks.push_back(w.slice(1, j0, std::min(subtiles, j0 + hc)).slice(2, c0, c1));
     }
   }
   const int64_t n_chunks = static_cast<int64_t>(chunks.size());
@@ -118,10 +135,16 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   for (int64_t b = 0; b < banks; ++b) {
     const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
     const Tile a = acc[static_cast<size_t>(b) % acc.size()].slice(1, 0, c1 - c0);
-    for (int64_t j0 = 0; j0 < h1s; ++k) {
+    const Tile ws = cfg.mx() ? w_scales.Get(b, banks) : Tile();
+    for (int64_t j0 = 0; j0 < subtiles; ++k) {
       const Tile chunk = stream.Get(k);
       for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
-        nisa::nc_matmul(a, x_in.select(2, j0), chunk.select(1, jj), {.accumulate = j0 > 0});
+        if (cfg.mx()) {
+          nisa::nc_matmul_mx(a, x4.select(1, j0), chunk.select(1, jj), x_scales.select(1, j0),
+                             ws.select(1, j0).slice(1, 0, c1 - c0), {.accumulate = j0 > 0});
+        } else {
+          nisa::nc_matmul(a, x_in.select(2, j0), chunk.select(1, jj), {.accumulate = j0 > 0});
+        }
       }
       stream.Release(k);
     }

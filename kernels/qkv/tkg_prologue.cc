@@ -8,13 +8,29 @@ namespace {
 
 using nisa::AluOp;
 
-// A [B, S, H] tensor as [P, B*S, L, H1s]; a [1, H] row as [P, L, H1s].
+// A [B, S, H] tensor as [P, B*S, L, H1s]; a [1, H] row as [P, L, H1s]. MX: as
+// [P, B*S, L, Q, 4] and [P, L, Q, 4] with element (p, t, c, q, j) = x[t, c*H/L + q*4P + 4p + j]:
+// each run of 4 is one x4 element of chunk q (the input's H already in packed order).
 TensorView PartitionMajor(const TensorView& t, const QkvConfig& cfg) {
+  if (cfg.mx()) {
+    const int64_t q = cfg.h / (cfg.lnc * cfg.mx_chunk());
+    return t.reshape({cfg.tokens, cfg.lnc, q, cfg.partitions, 4}).permute({3, 0, 1, 2, 4});
+  }
   return t.reshape({cfg.tokens, cfg.lnc, cfg.partitions, cfg.shard_subtiles()})
       .permute({2, 0, 1, 3});
 }
 TensorView PartitionMajorRow(const TensorView& row, const QkvConfig& cfg) {
+  if (cfg.mx()) {
+    const int64_t q = cfg.h / (cfg.lnc * cfg.mx_chunk());
+    return row.reshape({cfg.lnc, q, cfg.partitions, 4}).permute({2, 0, 1, 3});
+  }
   return row.reshape({cfg.lnc, cfg.partitions, cfg.shard_subtiles()}).permute({1, 0, 2});
+}
+
+// The shape of one core's matmul input: [P, B*S, H1s], or [P, B*S, Q, 4] for MX.
+Shape ShardShape(const QkvConfig& cfg) {
+  if (cfg.mx()) return {cfg.partitions, cfg.tokens, cfg.h / (cfg.lnc * cfg.mx_chunk()), 4};
+  return {cfg.partitions, cfg.tokens, cfg.shard_subtiles()};
 }
 
 // The tokens [t0, t1) and H chunks [c0, c1) one core loads.
@@ -86,8 +102,9 @@ Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const
   ReciprocalStd(rstd, total, static_cast<float>(1.0 / divisor), eps);
   nisa::tensor_tensor(tmp, centered, PerToken(rstd, f), AluOp::kMultiply);
 
-  Tile gamma = core.AllocateSbuf("gamma", {np, cfg.lnc, f / cfg.lnc}, p.gamma_norm_weights.dtype());
-  nisa::dma_copy(gamma, PartitionMajorRow(p.gamma_norm_weights, cfg));
+  const TensorView gamma_view = PartitionMajorRow(p.gamma_norm_weights, cfg);
+  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), p.gamma_norm_weights.dtype());
+  nisa::dma_copy(gamma, gamma_view);
   Tile normed = core.AllocateSbuf("normed", x.shape(), cfg.compute_dtype);
   const Tile out = normed.reshape({nt, f});
   const Tile g = gamma.reshape({1, f}).broadcast(1, nt);
@@ -95,8 +112,9 @@ Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const
     nisa::tensor_tensor(out, tmp, g, AluOp::kMultiply);
     return normed;
   }
-  Tile beta = core.AllocateSbuf("beta", {np, cfg.lnc, f / cfg.lnc}, p.layer_norm_bias.dtype());
-  nisa::dma_copy(beta, PartitionMajorRow(p.layer_norm_bias, cfg));
+  const TensorView beta_view = PartitionMajorRow(p.layer_norm_bias, cfg);
+  Tile beta = core.AllocateSbuf("beta", beta_view.shape(), p.layer_norm_bias.dtype());
+  nisa::dma_copy(beta, beta_view);
   nisa::tensor_tensor(tmp, tmp, g, AluOp::kMultiply);
   nisa::tensor_tensor(out, tmp, beta.reshape({1, f}).broadcast(1, nt), AluOp::kAdd);
   return normed;
@@ -115,8 +133,7 @@ Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams
   const Tile x = LoadHidden(core, cfg, params, slab, s, split, fused_hidden);
   if (norm && !split) return Normalize(core, cfg, params, x).select(2, s);
   if (!norm && cfg.io_dtype == cfg.compute_dtype) return x.select(2, 0);
-  Tile x_in =
-      core.AllocateSbuf("x_in", {cfg.partitions, tokens, cfg.shard_subtiles()}, cfg.compute_dtype);
+  Tile x_in = core.AllocateSbuf("x_in", ShardShape(cfg), cfg.compute_dtype);
   if (!norm) {
     nisa::tensor_copy(x_in, x.select(2, 0));
     return x_in;

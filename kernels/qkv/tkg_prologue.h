@@ -23,7 +23,8 @@
 namespace nkisim::kernels {
 
 // Returns core ctx.prg_id's matmul input [P, B*S, H1s] in the compute dtype: element (p, t, j) is
-// the normalised row h = s*H/L + p*H1s + j of token t. Writes this core's part of fused_hidden
+// the normalised row h = s*H/L + p*H1s + j of token t. MX: [P, B*S, Q, 4], element (p, t, q, j)
+// the row h = s*H/L + q*4P + 4p + j (runs of 4 are x4 elements of chunk q). Writes this core's part of fused_hidden
 // (valid only with fused_residual_add).
 Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
                  const TensorView& fused_hidden);

@@ -51,7 +51,7 @@ void CheckSizes(const QkvParams& p, const QkvConfig& c) {
     Reject(StrCat("H = ", c.h),
            StrCat("must be a multiple of ", c.partitions, " (the partitions)"));
   }
-  if (p.fused_qkv_weights.dim(0) != c.h) {
+  if (!c.mx() && p.fused_qkv_weights.dim(0) != c.h) {
     Reject(StrCat("fused_qkv_weights = ", Describe(p.fused_qkv_weights)),
            StrCat("its rows must equal H = ", c.h));
   }
@@ -68,13 +68,87 @@ void CheckSizes(const QkvParams& p, const QkvConfig& c) {
   }
 }
 
-void CheckQuantization(const QkvParams& p, const QkvConfig& c, const std::string& why) {
+// MX (qkv_cte_utils.py:522-583, qkv_tkg_mx_impl.py:381): the NeuronCore-v4 path. Runs before
+// CheckSizes, whose "weight rows == H" is "weight rows == H / 4" here.
+void CheckMx(const QkvParams& p, const QkvConfig& c, const std::string& why,
+             const HardwareProfile& profile) {
   const char* q = QuantizationTypeName(c.quant);
-  if (c.quant == QuantizationType::kMx || c.quant == QuantizationType::kStaticMx ||
-      c.quant == QuantizationType::kRowMx) {
-    Raise(ErrorCode::kNotSupported, StrCat("qkv: quantization_type = ", q,
-                                           ": not supported yet (MX quantization comes with a ",
-                                           "later issue); use NONE, STATIC or ROW"));
+  if (!(profile.pe_mx_speedup() > 0)) {
+    Raise(ErrorCode::kNotSupported,
+          StrCat("qkv: quantization_type = ", q, ": hardware profile '", profile.name(),
+                 "' has no MX path (pe_mx_speedup = ", profile.pe_mx_speedup(),
+                 "); MX runs on NeuronCore-v4 profiles such as configs/hardware/trn3.textproto"));
+  }
+  const DType w = c.weight_dtype;
+  if (w != DType::kFp8E4M3FNx4 && w != DType::kFp8E5M2x4) {
+    Reject(StrCat("fused_qkv_weights dtype = ", DTypeName(w)),
+           "quantization_type MX needs x4-packed fp8 weights (fp8_e4m3fn_x4 or fp8_e5m2_x4; "
+           "`nkisim pack-weights` makes them)");
+  }
+  if (c.h % c.mx_chunk() != 0) {
+    Reject(StrCat("H = ", c.h), StrCat("MX needs H % ", c.mx_chunk(),
+                                       " == 0 (one nc_matmul_mx contracts 4 x ", c.partitions,
+                                       " rows)"));
+  }
+  if (p.fused_qkv_weights.dim(0) * 4 != c.h) {
+    Reject(StrCat("fused_qkv_weights = ", Describe(p.fused_qkv_weights)),
+           StrCat("MX needs [H / 4, I] = [", c.h / 4, ", ", c.i, "] (4 rows of H per x4 element)"));
+  }
+  if (c.weight_layout == QkvWeightLayout::kContiguous) {
+    Reject("weight_layout = CONTIGUOUS", "MX needs MX_CONTIGUOUS or MX_INTERLEAVED weights");
+  }
+  if (p.qkv_w_scale.valid() &&
+      (p.qkv_w_scale.dtype() != DType::kUInt8 || p.qkv_w_scale.shape() != Shape{c.h / 32, c.i})) {
+    Reject(StrCat("qkv_w_scale = ", Describe(p.qkv_w_scale)),
+           StrCat("MX needs the E8M0 block scales uint8 [H / 32, I] = [", c.h / 32, ", ", c.i,
+                  "] (or none: the neutral scale 127)"));
+  }
+  if (p.qkv_in_scale.valid()) {
+    Reject("qkv_in_scale", "given with MX, which quantizes the input per block (no input scale)");
+  }
+  if (c.variant == QkvVariant::kTkg && (c.h / c.mx_chunk()) % c.lnc != 0) {
+    Reject(StrCat("H = ", c.h), StrCat("the TKG variant's MX path (", why, ") shards H in chunks of ",
+                                       c.mx_chunk(), ": (H / ", c.mx_chunk(), ") = ",
+                                       c.h / c.mx_chunk(), " must be divisible by LNC = ", c.lnc));
+  }
+  if (c.variant == QkvVariant::kTkg && !c.h_transposed) {
+    Reject("is_h_dim_4h_transposed = false",
+           StrCat("the TKG variant's MX path (", why, ") needs the input's H already in the ",
+                  "packed weights' row order (is_h_dim_4h_transposed = true)"));
+  }
+  if (c.variant == QkvVariant::kCte) {
+    if (c.h_transposed && (c.norm != NormType::kNoNorm || p.fused_residual_add)) {
+      Reject("is_h_dim_4h_transposed = true",
+             StrCat("the CTE variant (", why, ") takes a swizzled input only without a norm ",
+                    "or fused residual add"));
+    }
+    if (c.s % c.lnc != 0 || (c.s / c.lnc) % 2 != 0) {
+      Reject(StrCat("S = ", c.s), StrCat("the CTE variant's MX path (", why, ") needs S / LNC = ",
+                                         c.s, " / ", c.lnc, " to be an even integer"));
+    }
+  }
+}
+
+void CheckQuantization(const QkvParams& p, const QkvConfig& c, const std::string& why,
+                       const HardwareProfile& profile) {
+  const char* q = QuantizationTypeName(c.quant);
+  if (c.quant == QuantizationType::kStaticMx || c.quant == QuantizationType::kRowMx) {
+    Raise(ErrorCode::kNotSupported,
+          StrCat("qkv: quantization_type = ", q, ": the qkv kernels' MX path is MX (per-block "
+                 "scales); STATIC_MX and ROW_MX are output-projection modes"));
+  }
+  if (c.mx()) {
+    CheckMx(p, c, why, profile);
+    return;
+  }
+  if (c.weight_layout != QkvWeightLayout::kContiguous) {
+    Reject(StrCat("weight_layout = ", QkvWeightLayoutName(c.weight_layout)),
+           StrCat("quantization_type ", q, " needs CONTIGUOUS [H, I] weights (the MX layouts ",
+                  "pack x4 elements for MX only)"));
+  }
+  if (c.h_transposed) {
+    Reject("is_h_dim_4h_transposed = true",
+           StrCat("a swizzled input is for MX only (quantization_type is ", q, ")"));
   }
   const DType w = c.weight_dtype;
   if (c.quant == QuantizationType::kNone && (!IsFloat(w) || IsFp8(w))) {  // added
@@ -245,7 +319,7 @@ void ValidateQkv(const QkvParams& p, int lnc, QkvVariant variant, const Hardware
           ? StrCat("chosen because ", auto_choice.reason)
           : StrCat("requested instead of ", QkvVariantName(auto_choice.variant));
   const QkvConfig c = MakeQkvConfig(p, profile, lnc, variant);
-  CheckQuantization(p, c, why);
+  CheckQuantization(p, c, why, profile);
   CheckSizes(p, c);
   CheckVariantLimits(c, why);
   CheckLayout(p, c, why);

@@ -7,6 +7,7 @@
 #include "launcher/commands/kernel_attention.h"
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
+#include "launcher/commands/pack_weights.h"
 #include "launcher/commands/run.h"
 #include "launcher/commands/sweep.h"
 #include "launcher/commands/validate.h"
@@ -33,6 +34,9 @@ constexpr Command kCommands[] = {
     {"calibrate", "", AddCalibrateCommand,
      "Fit the collective cost model (step latency, link bandwidth, fixed cost per op and "
      "algorithm) to nccom-test logs and write the calibrated hardware profile"},
+    {"pack-weights", "", AddPackWeightsCommand,
+     "Pack [K, N] weights into MX x4 data + E8M0 block scales (MX_CONTIGUOUS / MX_INTERLEAVED), "
+     "or --unpack them back to fp32"},
     {"kernel", "", nullptr,
      "Run one kernel case on one logical core: outputs, cost summary, trace, golden check"},
     {"qkv", "kernel", AddKernelQkvCommand,

@@ -27,6 +27,24 @@ TensorView LoadOrRandomInput(const std::string& npy_path, const std::string& nam
   return t;
 }
 
+TensorView NpyExchangeView(const TensorView& tensor) {
+  if (!IsX4(tensor.dtype())) return tensor;
+  return tensor.bitcast(SizeOf(tensor.dtype()) == 4 ? DType::kUInt32 : DType::kUInt16);
+}
+
+TensorView ReadX4Npy(const std::string& npy_path, const std::string& name, const Shape& shape,
+                     DType x4) {
+  const DType label = SizeOf(x4) == 4 ? DType::kUInt32 : DType::kUInt16;
+  const TensorView t = ReadNpy(npy_path);
+  if (t.dtype() != label || t.shape() != shape) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat("input '", name, "' from ", npy_path, " is ", ShapeString(t.shape()), " ",
+                 DTypeName(t.dtype()), "; expected ", ShapeString(shape), " ", DTypeName(label),
+                 " holding ", DTypeName(x4), " elements (as `nkisim pack-weights` writes them)"));
+  }
+  return t.bitcast(x4);
+}
+
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor) {
   if (!Functional()) return "not written (timing-only: no values computed)";
@@ -36,7 +54,7 @@ std::string WriteOutput(const std::string& out_dir, const std::string& name,
     Raise(ErrorCode::kBadConfig, StrCat("output directory '", out_dir, "': ", ec.message()));
   }
   const std::string path = (std::filesystem::path(out_dir) / (name + ".npy")).string();
-  WriteNpy(path, tensor);
+  WriteNpy(path, NpyExchangeView(tensor));
   return path;
 }
 
@@ -56,16 +74,17 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
   }
 }
 
-double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops) {
+double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx) {
   const HardwareProfile& p = lnc.profile();
+  const double peak = mx ? PeakMxTflops(p) : PeakBf16Tflops(p);
   const double memory_ns = hbm_bytes / (p.hbm_gbps_per_core() * lnc.lnc());
-  const double compute_ns = flops / (PeakBf16Tflops(p) * 1000.0 * lnc.lnc());
+  const double compute_ns = flops / (peak * 1000.0 * lnc.lnc());
   const double bound = std::max(memory_ns, compute_ns);
   const double sim_ns = lnc.now();
   std::printf("roofline: HBM %.1f ns (%.3f MB at %.1f GB/s x %d cores), PE %.1f ns (%.3f GFLOP at "
-              "%.2f TFLOP/s x %d); %s-bound; simulated %.1f ns = %.2fx the bound\n",
+              "%.2f TFLOP/s%s x %d); %s-bound; simulated %.1f ns = %.2fx the bound\n",
               memory_ns, hbm_bytes / 1e6, p.hbm_gbps_per_core(), lnc.lnc(), compute_ns, flops / 1e9,
-              PeakBf16Tflops(p), lnc.lnc(), memory_ns >= compute_ns ? "HBM" : "PE", sim_ns,
+              peak, mx ? " MX" : "", lnc.lnc(), memory_ns >= compute_ns ? "HBM" : "PE", sim_ns,
               bound > 0 ? sim_ns / bound : 0.0);
   return bound;
 }

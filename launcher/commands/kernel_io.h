@@ -19,6 +19,14 @@ namespace nkisim::launcher {
 TensorView LoadOrRandomInput(const std::string& npy_path, const std::string& name,
                              const Shape& shape, DType dtype, uint64_t seed, float lo, float hi);
 
+// .npy exchange of the x4 MX containers, which numpy has no dtype for: an x4 tensor is written and
+// read as its same-width unsigned integer (uint32 for fp8 x4, uint16 for fp4 x4; the labels the
+// reference accepts for MX containers). Other tensors pass through unchanged. ReadX4Npy raises
+// Error(kBadConfig) naming the file, its dtype or shape and the one expected.
+TensorView NpyExchangeView(const TensorView& tensor);
+TensorView ReadX4Npy(const std::string& npy_path, const std::string& name, const Shape& shape,
+                     DType x4);
+
 // One integer flag of a kernel command, for CheckKernelFlags.
 struct SizeFlag {
   const char* flag;
@@ -44,6 +52,6 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
 // The roofline of a kernel run on `lnc` physical cores: the larger of moving hbm_bytes at the
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
 // dominates and the simulated time as a multiple of it; returns the bound in ns.
-double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops);
+double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx = false);
 
 }  // namespace nkisim::launcher

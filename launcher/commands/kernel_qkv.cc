@@ -36,6 +36,9 @@ const std::map<std::string, QuantizationType> kQuants = {{"none", QuantizationTy
 const std::map<std::string, QkvOutputLayout> kLayouts = {{"bsd", QkvOutputLayout::kBSD},
                                                          {"nbsd", QkvOutputLayout::kNBSd},
                                                          {"nbds", QkvOutputLayout::kNBdS}};
+const std::map<std::string, kernels::QkvWeightLayout> kWeightLayouts = {
+    {"mx_contiguous", kernels::QkvWeightLayout::kMxContiguous},
+    {"mx_interleaved", kernels::QkvWeightLayout::kMxInterleaved}};
 const std::map<std::string, QkvVariant> kVariants = {
     {"auto", QkvVariant::kAuto}, {"tkg", QkvVariant::kTkg}, {"cte", QkvVariant::kCte}};
 
@@ -53,6 +56,8 @@ kernels::QkvCaseOptions CaseOptions(const KernelQkvOptions& o) {
   c.norm = kNorms.at(o.norm), c.quant = kQuants.at(o.quant), c.layout = kLayouts.at(o.layout);
   c.fused_add = o.fused_add, c.bias = o.bias, c.norm_bias = o.norm_bias, c.rope = o.rope;
   c.eps = o.eps;
+  c.weight_layout = kWeightLayouts.at(o.weight_layout);
+  c.h_transposed = o.h_transposed;
   if (o.hidden_actual > 0) c.hidden_actual = o.hidden_actual;
   c.seed = o.common.seed;
   return c;
@@ -66,7 +71,9 @@ double ReadInputs(const std::string& in_dir, kernels::QkvParams& params) {
     if (!tensor->valid()) continue;
     const std::filesystem::path path = std::filesystem::path(in_dir) / (std::string(name) + ".npy");
     if (!in_dir.empty() && std::filesystem::exists(path)) {
-      *tensor = LoadOrRandomInput(path.string(), name, tensor->shape(), tensor->dtype(), 0, 0, 0);
+      *tensor = IsX4(tensor->dtype())
+                    ? ReadX4Npy(path.string(), name, tensor->shape(), tensor->dtype())
+                    : LoadOrRandomInput(path.string(), name, tensor->shape(), tensor->dtype(), 0, 0, 0);
       std::printf("input %s: %s\n", name, path.string().c_str());
     }
     bytes += static_cast<double>(tensor->size_bytes());
@@ -110,6 +117,13 @@ void AddKernelQkvCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--eps", o->eps, "norm epsilon")->capture_default_str();
   cmd->add_option("--hidden-actual", o->hidden_actual, "RMS divisor instead of H (0: H)")
       ->capture_default_str();
+  cmd->add_option("--weight-layout", o->weight_layout,
+                  "MX weight packing (kernels/common/mx_weights.h); the case packs its weights so")
+      ->check(CLI::IsMember(Keys(kWeightLayouts)))
+      ->capture_default_str();
+  cmd->add_flag("--h-transposed", o->h_transposed,
+                "MX: the input's H is already in the packed weights' order "
+                "(is_h_dim_4h_transposed; TKG MX needs it)");
   cmd->add_option("--in-dir", o->in_dir, "read <name>.npy inputs from here when present");
   cmd->add_option("--out-dir", o->out_dir, "write qkv_out.npy / fused_hidden.npy here")
       ->capture_default_str();
@@ -157,11 +171,15 @@ int RunKernelQkv(const KernelQkvOptions& o) {
   const int64_t i = params.fused_qkv_weights.dim(1);
   std::printf(
       "nkisim kernel qkv: B = %lld, S = %lld, H = %lld, I = %lld (n_q %lld, n_kv %lld, "
-      "d %lld), %s, %s, quant %s, layout %s%s%s%s, LNC = %d, profile %s\n",
+      "d %lld), %s, %s, quant %s%s, layout %s%s%s%s, LNC = %d, profile %s\n",
       static_cast<long long>(o.b), static_cast<long long>(o.s), static_cast<long long>(o.h),
       static_cast<long long>(i), static_cast<long long>(o.n_q), static_cast<long long>(o.n_kv),
       static_cast<long long>(o.d), o.dtype.c_str(), kernels::NormTypeName(params.fused_norm_type),
       kernels::QuantizationTypeName(params.quantization_type),
+      params.quantization_type == QuantizationType::kMx
+          ? StrCat(" (", kernels::QkvWeightLayoutName(params.weight_layout),
+                   params.is_h_dim_4h_transposed ? ", input H transposed" : "", ")").c_str()
+          : "",
       kernels::QkvOutputLayoutName(params.output_layout), o.fused_add ? ", fused add" : "",
       o.bias ? ", bias" : "", o.rope ? ", fused RoPE" : "", o.common.lnc, profile.name().c_str());
   const QkvVariant requested = kVariants.at(o.variant);
@@ -176,7 +194,8 @@ int RunKernelQkv(const KernelQkvOptions& o) {
   const kernels::QkvResult result = kernels::Qkv(lnc, params, requested);
   const double flops = 2.0 * o.b * o.s * o.h * static_cast<double>(i);
   ReportLogicalCore(lnc, flops, o.common.trace_path);
-  ReportRoofline(lnc, input_bytes + result.output.size_bytes(), flops);
+  ReportRoofline(lnc, input_bytes + result.output.size_bytes(), flops,
+                 params.quantization_type == QuantizationType::kMx);
 
   std::printf("output: %s\n", WriteOutput(o.out_dir, "qkv_out", result.output).c_str());
   if (result.fused_hidden.valid()) {

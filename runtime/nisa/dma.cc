@@ -26,9 +26,9 @@ struct Endpoint {
 };
 
 Endpoint FromTile(const char* role, const Tile& t) {
-  Shape shape = t.shape(), strides{t.buffer().row_elements()};
+  Shape shape = t.shape(), strides{t.partition_stride()};
   strides.insert(strides.end(), t.free_strides().begin(), t.free_strides().end());
-  const int64_t offset = t.partition_start() * t.buffer().row_elements() + t.free_offset();
+  const int64_t offset = t.partition_start() * t.partition_stride() + t.free_offset();
   return {role, t.Describe(), t.buffer().data(), t.dtype(), shape, strides, offset, false};
 }
 
@@ -118,6 +118,11 @@ void Copy(Issue& issue, Endpoint dst, Endpoint src) {
   }
   const size_t dw = SizeOf(dst.dtype), sw = SizeOf(src.dtype);
   const bool same_dtype = dst.dtype == src.dtype;
+  if (!same_dtype && (IsX4(dst.dtype) || IsX4(src.dtype))) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(kInst, ": dst ", dst.what, " and src ", src.what, ": an x4 container moves only ",
+                 "to or from the same dtype (bitcast the other side)"));
+  }
   if (!Functional()) {
     // Timing-only: the shapes are checked, nothing moves.
   } else if (same_dtype && !ds.empty() && dstr.back() == 1 && sstr.back() == 1) {

@@ -119,4 +119,16 @@ void CheckSamePartitions(const char* instruction, const char* a_name, const Tile
   }
 }
 
+void CheckPsumOneBank(const char* inst, const char* name, const Tile& dst) {
+  const HardwareProfile& prof = dst.core()->profile();
+  const uint64_t bank = prof.psum_bytes_per_partition() / prof.psum_banks();
+  const uint64_t first = dst.buffer().offset() + dst.free_offset() * SizeOf(dst.dtype());
+  const uint64_t last = first + dst.free_size() * SizeOf(dst.dtype()) - 1;
+  if (first / bank != last / bank) {
+    Illegal(inst, name, dst, StrCat("spans PSUM bytes [", first, ", ", last, "] of a partition, ",
+                                    "crossing a ", bank, " B bank boundary; a matmul output must ",
+                                    "lie in one bank"));
+  }
+}
+
 }  // namespace nkisim::nisa

@@ -43,7 +43,7 @@ class Issue {
   const char* name_;
   Engine engine_;
   NeuronCore* core_;
-  std::array<TileBuffer*, 4> tile_reads_{};
+  std::array<TileBuffer*, 6> tile_reads_{};
   std::array<TileBuffer*, 2> tile_writes_{};
   std::array<HbmBuffer*, 4> hbm_reads_{};
   std::array<HbmBuffer*, 2> hbm_writes_{};
@@ -58,6 +58,8 @@ float* ScratchRow(int slot, int64_t n);
 // Throws Error(kInvalidArgument): "<instruction>: operand '<operand>' <tile>: <rule>".
 [[noreturn]] void Illegal(const char* instruction, const char* operand, const Tile& tile,
                           const std::string& rule);
+// Throws unless the PSUM view dst lies inside one bank of its partitions (a matmul output).
+void CheckPsumOneBank(const char* instruction, const char* operand, const Tile& dst);
 // Throws unless every operand has the same partition count as the first.
 void CheckSamePartitions(const char* instruction, const char* a_name, const Tile& a,
                          const char* b_name, const Tile& b);

@@ -32,18 +32,6 @@ void CheckInSbuf(const char* inst, const char* name, const Tile& t) {
   if (t.memory() != MemorySpace::kSbuf) Illegal(inst, name, t, "must be in SBUF");
 }
 
-void CheckOneBank(const char* inst, const char* name, const Tile& dst) {
-  const HardwareProfile& prof = dst.core()->profile();
-  const uint64_t bank = prof.psum_bytes_per_partition() / prof.psum_banks();
-  const uint64_t first = dst.buffer().offset() + dst.free_offset() * SizeOf(dst.dtype());
-  const uint64_t last = first + dst.free_size() * SizeOf(dst.dtype()) - 1;
-  if (first / bank != last / bank) {
-    Illegal(inst, name, dst, StrCat("spans PSUM bytes [", first, ", ", last, "] of a partition, ",
-                                    "crossing a ", bank, " B bank boundary; a matmul output must ",
-                                    "lie in one bank"));
-  }
-}
-
 }  // namespace
 
 void nc_matmul(const Tile& dst, const Tile& stationary, const Tile& moving,
@@ -89,7 +77,7 @@ void nc_matmul(const Tile& dst, const Tile& stationary, const Tile& moving,
   if (dst.partitions() != m || dst.free_size() != n || !dst.free_contiguous()) {
     Illegal(kInst, "dst", dst, StrCat("must be a contiguous [M, N] = [", m, ", ", n, "] view"));
   }
-  CheckOneBank(kInst, "dst", dst);
+  CheckPsumOneBank(kInst, "dst", dst);
 
   // The simulator runs one BLAS thread per core thread: many ranks share few host cores.
   static const bool single_threaded_blas = (openblas_set_num_threads(1), true);

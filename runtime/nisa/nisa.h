@@ -11,6 +11,7 @@
 #include "runtime/nisa/elementwise.h"
 #include "runtime/nisa/gather.h"
 #include "runtime/nisa/matmul.h"
+#include "runtime/nisa/mx.h"
 #include "runtime/nisa/random.h"
 #include "runtime/nisa/reduce.h"
 

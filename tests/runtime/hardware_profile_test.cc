@@ -111,6 +111,7 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
 TEST(HardwareProfileTest, EveryNumericFieldIsRangeChecked) {
   const std::map<std::string, const char*> zero_means_something = {
       {"pe_min_cycles", "no minimum matmul length"},
+      {"pe_mx_speedup", "no MX path (trn2)"},
       {"access_overhead_cycles", "no per-instruction access bubble"},
       {"dma_fixed_ns", "no fixed DMA cost"},
       {"core_link_latency_ns", "no latency between the two cores"},

@@ -212,14 +212,19 @@ TEST(QkvValidateTest, FusedResidualAdd) {
   EXPECT_EQ(Rejection(p), "qkv: mlp_prev: given without fused_residual_add");
 }
 
-TEST(QkvValidateTest, MxIsNotSupportedYet) {
-  for (QuantizationType q :
-       {QuantizationType::kMx, QuantizationType::kStaticMx, QuantizationType::kRowMx}) {
-    for (QkvParams p : {Decode(), Prefill()}) {
+// On trn2 (no MX path) MX is refused naming the profile; STATIC_MX and ROW_MX are o_proj modes.
+// The MX rules on an MX profile: tests/kernels/qkv/qkv_mx_test.cc.
+TEST(QkvValidateTest, MxNeedsAnMxProfileAndStaticMxRowMxAreOprojModes) {
+  for (QkvParams p : {Decode(), Prefill()}) {
+    p.quantization_type = QuantizationType::kMx;
+    EXPECT_THAT(Rejection(p, 2, QkvVariant::kAuto, ErrorCode::kNotSupported),
+                StartsWith("qkv: quantization_type = MX: hardware profile 'trn2' has no MX path "
+                           "(pe_mx_speedup = 0)"));
+    for (QuantizationType q : {QuantizationType::kStaticMx, QuantizationType::kRowMx}) {
       p.quantization_type = q;
-      const std::string m = Rejection(p, 2, QkvVariant::kAuto, ErrorCode::kNotSupported);
-      EXPECT_THAT(m, StartsWith(StrCat("qkv: quantization_type = ", QuantizationTypeName(q),
-                                       ": not supported yet")));
+      EXPECT_THAT(Rejection(p, 2, QkvVariant::kAuto, ErrorCode::kNotSupported),
+                  StartsWith(StrCat("qkv: quantization_type = ", QuantizationTypeName(q),
+                                    ": the qkv kernels' MX path is MX")));
     }
   }
 }

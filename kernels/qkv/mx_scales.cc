@@ -1,0 +1,40 @@
+#include "kernels/qkv/mx_scales.h"
+
+#include <algorithm>
+
+#include "runtime/mx.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::kernels {
+
+MxBankScales::MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int parts,
+                           int part, int64_t q_chunks, int64_t width)
+    : cfg_(&cfg), given_(p.qkv_w_scale.valid()), width_(width),
+      banks_((cfg.i + width - 1) / width) {
+  for (Tile& t : ring_) {
+    t = core.AllocateSbuf("w_mx_scale", {cfg.partitions, q_chunks, width}, DType::kUInt8);
+    if (!given_) nisa::memset(t, mx::kNeutralScale, Engine::kGpSimd);
+  }
+  constexpr int64_t kQuadrants = 4, kRowsPerQuadrant = 4;  // 16 scale rows per chunk
+  if (given_) {
+    rows_ = p.qkv_w_scale.reshape({parts, q_chunks, kQuadrants, kRowsPerQuadrant, cfg.i})
+                .select(0, part);
+  }
+}
+
+Tile MxBankScales::Get(int64_t k, int64_t total) {
+  if (given_ && k == 0) Load(0);
+  if (given_ && k + 1 < total) Load(k + 1);
+  return ring_[k % 2];
+}
+
+void MxBankScales::Load(int64_t k) {
+  const int64_t c0 = (k % banks_) * width_, c1 = std::min(cfg_->i, c0 + width_);
+  for (int64_t quadrant = 0; quadrant < 4; ++quadrant) {
+    const int64_t p0 = quadrant * mx::kQuadrantPartitions;
+    const Tile dst = ring_[k % 2].slice(0, p0, p0 + 4).slice(2, 0, c1 - c0);
+    nisa::dma_copy(dst, rows_.select(1, quadrant).permute({1, 0, 2}).slice(2, c0, c1));
+  }
+}
+
+}  // namespace nkisim::kernels
