@@ -263,8 +263,9 @@ void CteRunner::Run() {
     load_next();
   };
   while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
-  stream_->Start();  // after the first tiles' loads on the HBM port
   const int64_t banks = (cfg_.i + plan_.width - 1) / plan_.width;
+  if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);
+  stream_->Start();  // after the first tiles' loads on the HBM port
   int64_t chunk = 0;
   for (int64_t first = 0; first < ntiles; first += plan_.block_tiles) {
     const int64_t nb = std::min(plan_.block_tiles, ntiles - first);
@@ -272,7 +273,7 @@ void CteRunner::Run() {
     transpose(first, 0);
     for (int64_t bank = 0; bank < banks; ++bank, chunk += plan_.h_chunks) {
       const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
-      const Tile ws = cfg_.mx() ? w_scales_.Get(bank_seq_++, blocks_ * banks) : Tile();
+      const Tile ws = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
       for (int64_t t = 0; t < nb; ++t) {
         const bool front = bank == 0 && t + 1 < nb;
         if (front) prepare(first + t + 1, t + 1);
@@ -287,6 +288,7 @@ void CteRunner::Run() {
         Finish(acc, rows, t, c0);
         ++turn_;
       }
+      if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
     }
   }
 }

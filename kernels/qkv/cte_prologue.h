@@ -38,6 +38,9 @@ class CtePrologue {
   // normalised rows go to a bf16 staging tile [P, chunks, n, 4] (value j of partition p in chunk c
   // is the row the packed weights hold there: 4 (c P + p) + j, or its MX_INTERLEAVED source),
   // then nisa::quantize_mx writes x4_t [P, H / 4P, >= n] and its scales xs_t (same shape, uint8).
+  // Without a norm and a fused add (the reference's DMA-transpose input load, qkv_cte.py: gen3+,
+  // NO_NORM, no fused add, 2-byte input) Load already brings the rows in that quad layout, and
+  // TransposeMx only quantizes: no PE transposes.
   void TransposeMx(int slot, const Tile& x4_t, const Tile& xs_t);
 
   // The dtype Transpose writes into x_t.
@@ -50,6 +53,10 @@ class CtePrologue {
   // MX: the first column of H and the column step of subtile j = 4 c + value.
   int64_t MxColumn(int64_t j) const;
   int64_t MxStride() const { return cfg_.mx_interleaved_input() ? 2 : 4; }
+  // The DMA-transposed load's HBM view of rows [r0, r0 + n): [P, chunks, n, 4], element
+  // (p, c, r, v) the input at row r0 + r, column MxColumn(4 c + v) + MxStride() * p.
+  TensorView MxQuadView(int64_t r0, int64_t n) const;
+  bool mx_direct_ = false;  // MX with neither norm nor fused add: the quads come by DMA
 
   QkvConfig cfg_;
   const QkvParams& params_;

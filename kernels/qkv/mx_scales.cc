@@ -22,10 +22,12 @@ MxBankScales::MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvPara
   }
 }
 
-Tile MxBankScales::Get(int64_t k, int64_t total) {
-  if (given_ && k == 0) Load(0);
-  if (given_ && k + 1 < total) Load(k + 1);
-  return ring_[k % 2];
+void MxBankScales::Prefetch(int64_t total) {
+  while (given_ && loaded_ < std::min<int64_t>(2, total)) Load(loaded_++);
+}
+
+void MxBankScales::Next(int64_t k, int64_t total) {
+  if (given_ && k + 2 < total && loaded_ == k + 2) Load(loaded_++);
 }
 
 void MxBankScales::Load(int64_t k) {

@@ -24,12 +24,19 @@ class MxBankScales {
   MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params, int parts,
                int part, int64_t q_chunks, int64_t width);
 
+  // Issues the loads of the first two banks of a sequence of `total`: call it before the weight
+  // stream starts, so the scales the first matmuls need are not queued behind the weights.
+  void Prefetch(int64_t total);
   // [P, Q, width] scales of the k-th bank of the sequence (k = 0, 1, 2, ... in order); issues the
-  // load of bank k + 1 (when k + 1 < total) before returning.
-  Tile Get(int64_t k, int64_t total);
+  // load of bank k + 2 (when k + 2 < total) into the slot bank k - 1 used... after this bank's
+  // consumers are issued: call Next(k) once its matmuls are issued.
+  Tile Get(int64_t k) const { return ring_[k % 2]; }
+  // Bank k's matmuls are issued: load bank k + 2 into its slot (when k + 2 < total).
+  void Next(int64_t k, int64_t total);
 
  private:
   void Load(int64_t k);
+  int64_t loaded_ = 0;  // banks whose load is issued
 
   const QkvConfig* cfg_ = nullptr;
   bool given_ = false;

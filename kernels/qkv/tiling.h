@@ -28,7 +28,8 @@ namespace nkisim::kernels {
 int64_t DmaTargetBytes(const HardwareProfile& profile);
 
 // Copies src into dst as several DMAs cut along `dim` (a dim index shared by both: 0 is the
-// partition dim, which is never cut), each about DmaTargetBytes. REQUIRES: dst.shape() ==
+// partition dim, which is never cut), each about DmaTargetBytes; when the queues together cannot
+// saturate the HBM port, over up to every queue (pieces no smaller than 4 x their fixed cost). REQUIRES: dst.shape() ==
 // src.shape(), dim >= 1.
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim);
 

@@ -116,7 +116,10 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   int64_t slot_elements = 1;
   for (int64_t c0 = 0; c0 < cfg.i; c0 += bank) {
     const int64_t c1 = std::min(cfg.i, c0 + bank);
-    const int64_t hc = std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, subtiles);
+    // MX: one chunk (4 x 128 rows of H) per DMA. A chunk of a full bank is 256 KiB, about the
+    // DMA target already, and a narrow last bank's chunks then spread over as many queues.
+    const int64_t hc = cfg.mx() ? 1
+                                : std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, subtiles);
     slot_elements = std::max(slot_elements, hc * (c1 - c0));
     for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {
       chunks.push_back(w.slice(1, j0, std::min(subtiles, j0 + hc)).slice(2, c0, c1));
@@ -128,6 +131,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
                                             1, n_chunks);
   WeightStream stream(core, slot_elements, wdt, n_chunks, slots,
                       [&chunks](int64_t k) { return chunks[static_cast<size_t>(k)]; });
+  if (cfg.mx()) w_scales.Prefetch(banks);
   stream.Start();
 
   ShardedStore store(cfg, params, result.output, s);
@@ -135,7 +139,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   for (int64_t b = 0; b < banks; ++b) {
     const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
     const Tile a = acc[static_cast<size_t>(b) % acc.size()].slice(1, 0, c1 - c0);
-    const Tile ws = cfg.mx() ? w_scales.Get(b, banks) : Tile();
+    const Tile ws = cfg.mx() ? w_scales.Get(b) : Tile();
     for (int64_t j0 = 0; j0 < subtiles; ++k) {
       const Tile chunk = stream.Get(k);
       for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
@@ -148,6 +152,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
       }
       stream.Release(k);
     }
+    if (cfg.mx()) w_scales.Next(b, banks);
     // Evictions alternate between Vector and GpSimd so consecutive banks' evictions overlap.
     epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kGpSimd);
     if (l == 2) {
