@@ -124,7 +124,6 @@ QkvParams MakeQkvCase(const QkvCaseOptions& o) {
     p.fused_qkv_weights = packed.data;
     p.qkv_w_scale = packed.scales;
     p.weight_layout = o.weight_layout;
-    p.is_h_dim_4h_transposed = o.h_transposed;
   } else {
     p.fused_qkv_weights = Gaussian(o, "fused_qkv_weights", {o.h, i}, is_static ? kFp8 : o.dtype,
                                    is_static ? 1.0f : 0.0f);
@@ -138,6 +137,7 @@ QkvParams MakeQkvCase(const QkvCaseOptions& o) {
     p.qkv_in_scale = Rows("qkv_in_scale", {unit * rng.Uniform(3, 0.995f, 1.005f)}, 128);
   }
   p.quantization_type = o.quant;
+  p.is_h_dim_4h_transposed = o.h_transposed;  // ValidateQkv refuses it without MX
   p.output_layout = o.layout;
   if (o.bias) p.bias = Gaussian(o, "bias", {1, i}, o.dtype);
   p.fused_residual_add = o.fused_add;

@@ -56,7 +56,7 @@ kernels::QkvCaseOptions CaseOptions(const KernelQkvOptions& o) {
   c.norm = kNorms.at(o.norm), c.quant = kQuants.at(o.quant), c.layout = kLayouts.at(o.layout);
   c.fused_add = o.fused_add, c.bias = o.bias, c.norm_bias = o.norm_bias, c.rope = o.rope;
   c.eps = o.eps;
-  c.weight_layout = kWeightLayouts.at(o.weight_layout);
+  if (!o.weight_layout.empty()) c.weight_layout = kWeightLayouts.at(o.weight_layout);
   c.h_transposed = o.h_transposed;
   if (o.hidden_actual > 0) c.hidden_actual = o.hidden_actual;
   c.seed = o.common.seed;
@@ -118,9 +118,9 @@ void AddKernelQkvCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--hidden-actual", o->hidden_actual, "RMS divisor instead of H (0: H)")
       ->capture_default_str();
   cmd->add_option("--weight-layout", o->weight_layout,
-                  "MX weight packing (kernels/common/mx_weights.h); the case packs its weights so")
-      ->check(CLI::IsMember(Keys(kWeightLayouts)))
-      ->capture_default_str();
+                  "MX weight packing (kernels/common/mx_weights.h): the case packs its weights so; "
+                  "default mx_contiguous")
+      ->check(CLI::IsMember(Keys(kWeightLayouts)));
   cmd->add_flag("--h-transposed", o->h_transposed,
                 "MX: the input's H is already in the packed weights' order "
                 "(is_h_dim_4h_transposed; TKG MX needs it)");
@@ -158,6 +158,11 @@ int RunKernelQkv(const KernelQkvOptions& o) {
     if (o.hidden_actual < 0) {
       Raise(ErrorCode::kInvalidArgument,
             StrCat("kernel qkv: --hidden-actual ", o.hidden_actual, " must be >= 0 (0: H)"));
+    }
+    if (!o.weight_layout.empty() && o.quant != "mx") {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("kernel qkv: --weight-layout ", o.weight_layout, " with --quant ", o.quant,
+                   ": the MX layouts pack x4 weights for --quant mx only"));
     }
     if (!o.in_dir.empty() && !std::filesystem::is_directory(o.in_dir)) {
       Raise(ErrorCode::kInvalidArgument,

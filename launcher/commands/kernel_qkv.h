@@ -32,7 +32,7 @@ struct KernelQkvOptions {
   bool rope = false;
   double eps = 1e-6;
   int64_t hidden_actual = 0;  // 0: not given
-  std::string weight_layout = "mx_contiguous";  // MX: mx_contiguous | mx_interleaved
+  std::string weight_layout;  // MX: mx_contiguous (default) | mx_interleaved
   bool h_transposed = false;                     // MX: is_h_dim_4h_transposed
   std::string in_dir;  // empty: every input random
   std::string out_dir = "nkisim-qkv-out";
