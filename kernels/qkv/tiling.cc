@@ -20,6 +20,13 @@ int64_t DmaTargetBytes(const HardwareProfile& p) {
   return static_cast<int64_t>(std::ceil(20 * p.dma_fixed_ns() * p.dma_queue_gbps()));
 }
 
+int64_t QueueSpreadPieces(const HardwareProfile& prof, int64_t bytes) {
+  if (prof.dma_queues() * prof.dma_queue_gbps() > prof.hbm_gbps_per_core()) return 1;
+  const double smallest = 4 * prof.dma_fixed_ns() * prof.dma_queue_gbps();
+  return std::max<int64_t>(1, std::min<int64_t>(prof.dma_queues(),
+                                                static_cast<int64_t>(bytes / smallest)));
+}
+
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim) {
   if (dst.shape() != src.shape() || dim < 1 || dim >= src.rank()) {
     Raise(ErrorCode::kInternal, StrCat("DmaInPieces: dst ", dst.Describe(), " and src ",
@@ -30,14 +37,7 @@ void DmaInPieces(const Tile& dst, const TensorView& src, int dim) {
       src.numel() * static_cast<int64_t>(std::max(SizeOf(src.dtype()), SizeOf(dst.dtype())));
   const HardwareProfile& prof = dst.core()->profile();
   const int64_t target = DmaTargetBytes(prof);
-  int64_t wanted = (bytes + target - 1) / target;
-  // Queues that cannot saturate the port together (trn3: 16 x 38.3 GB/s = the 612.5 GB/s port):
-  // a transfer goes fastest over every queue, down to pieces whose fixed cost is a fifth of them.
-  if (prof.dma_queues() * prof.dma_queue_gbps() <= prof.hbm_gbps_per_core()) {
-    const double smallest = 4 * prof.dma_fixed_ns() * prof.dma_queue_gbps();
-    wanted = std::max<int64_t>(
-        wanted, std::min<int64_t>(prof.dma_queues(), static_cast<int64_t>(bytes / smallest)));
-  }
+  const int64_t wanted = std::max((bytes + target - 1) / target, QueueSpreadPieces(prof, bytes));
   const int64_t pieces = std::clamp<int64_t>(wanted, 1, extent);
   for (int64_t i = 0; i < pieces; ++i) {
     const int64_t lo = extent * i / pieces, hi = extent * (i + 1) / pieces;

@@ -27,9 +27,14 @@ namespace nkisim::kernels {
 // saturate the port at any size, the size whose fixed cost is 5% of its transfer time.
 int64_t DmaTargetBytes(const HardwareProfile& profile);
 
+// Where the DMA queues together cannot saturate the HBM port (trn3: 16 x 38.3 GB/s = the
+// 612.5 GB/s port), how many queues a transfer of `bytes` should be spread over: up to all of
+// them, with pieces no smaller than 4 x a DMA's fixed cost; 1 where they can (trn2).
+int64_t QueueSpreadPieces(const HardwareProfile& profile, int64_t bytes);
+
 // Copies src into dst as several DMAs cut along `dim` (a dim index shared by both: 0 is the
-// partition dim, which is never cut), each about DmaTargetBytes; when the queues together cannot
-// saturate the HBM port, over up to every queue (pieces no smaller than 4 x their fixed cost). REQUIRES: dst.shape() ==
+// partition dim, which is never cut), each about DmaTargetBytes, and in at least
+// QueueSpreadPieces. REQUIRES: dst.shape() ==
 // src.shape(), dim >= 1.
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim);
 
