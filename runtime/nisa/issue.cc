@@ -131,4 +131,23 @@ void CheckPsumOneBank(const char* inst, const char* name, const Tile& dst) {
   }
 }
 
+void CheckMatmulOutput(const char* inst, const Tile& stationary, const Tile& moving,
+                       const Tile& dst, int64_t m, int64_t n) {
+  const HardwareProfile& prof = dst.core()->profile();
+  if (m > prof.pe_cols()) {
+    Illegal(inst, "stationary", stationary, StrCat("free size M = ", m, " exceeds ", prof.pe_cols()));
+  }
+  if (n > prof.pe_max_moving_free()) {
+    Illegal(inst, "moving", moving,
+            StrCat("free size N = ", n, " exceeds ", prof.pe_max_moving_free(), " (one PSUM bank of fp32)"));
+  }
+  if (dst.memory() != MemorySpace::kPsum || dst.dtype() != DType::kFloat32) {
+    Illegal(inst, "dst", dst, "must be an fp32 PSUM tile");
+  }
+  if (dst.partitions() != m || dst.free_size() != n || !dst.free_contiguous()) {
+    Illegal(inst, "dst", dst, StrCat("must be a contiguous [M, N] = [", m, ", ", n, "] view"));
+  }
+  CheckPsumOneBank(inst, "dst", dst);
+}
+
 }  // namespace nkisim::nisa

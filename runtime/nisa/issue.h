@@ -60,6 +60,10 @@ float* ScratchRow(int slot, int64_t n);
                           const std::string& rule);
 // Throws unless the PSUM view dst lies inside one bank of its partitions (a matmul output).
 void CheckPsumOneBank(const char* instruction, const char* operand, const Tile& dst);
+// The PE's output rules shared by nc_matmul and nc_matmul_mx: M = stationary's free size <=
+// pe_cols, N = moving's <= pe_max_moving_free, dst an fp32 PSUM [M, N] contiguous view in one bank.
+void CheckMatmulOutput(const char* instruction, const Tile& stationary, const Tile& moving,
+                       const Tile& dst, int64_t m, int64_t n);
 // Throws unless every operand has the same partition count as the first.
 void CheckSamePartitions(const char* instruction, const char* a_name, const Tile& a,
                          const char* b_name, const Tile& b);

@@ -64,20 +64,7 @@ void nc_matmul(const Tile& dst, const Tile& stationary, const Tile& moving,
   }
   const int64_t m = stationary.free_shape().back();
   const int64_t n = moving.free_shape().back();
-  if (m > prof.pe_cols()) {
-    Illegal(kInst, "stationary", stationary, StrCat("free size M = ", m, " exceeds ", prof.pe_cols()));
-  }
-  if (n > prof.pe_max_moving_free()) {
-    Illegal(kInst, "moving", moving,
-            StrCat("free size N = ", n, " exceeds ", prof.pe_max_moving_free(), " (one PSUM bank of fp32)"));
-  }
-  if (dst.memory() != MemorySpace::kPsum || dst.dtype() != DType::kFloat32) {
-    Illegal(kInst, "dst", dst, "must be an fp32 PSUM tile");
-  }
-  if (dst.partitions() != m || dst.free_size() != n || !dst.free_contiguous()) {
-    Illegal(kInst, "dst", dst, StrCat("must be a contiguous [M, N] = [", m, ", ", n, "] view"));
-  }
-  CheckPsumOneBank(kInst, "dst", dst);
+  CheckMatmulOutput(kInst, stationary, moving, dst, m, n);
 
   // The simulator runs one BLAS thread per core thread: many ranks share few host cores.
   static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
