@@ -42,12 +42,10 @@ void ParamChecker::ExpectAbsent(const char* name, const TensorView& t,
                              QuantizationTypeName(type), ", which does not use it"));
 }
 
-void ParamChecker::ExpectNotMx(QuantizationType type) const {
-  if (IsMx(type)) {
-    Fail(StrCat("quantization_type = ", QuantizationTypeName(type),
-                ": not supported yet (the MX modes come with their own issue)"),
-         ErrorCode::kNotSupported);
-  }
+void ParamChecker::ExpectNotMx(QuantizationType type, const char* variant,
+                               const char* why) const {
+  Require(!IsMx(type), StrCat("quantization_type = ", QuantizationTypeName(type), ": the ", variant,
+                              " kernel has no MX path (", why, ")"));
 }
 
 void ParamChecker::ExpectAtMost(const char* name, int64_t value, int64_t limit,

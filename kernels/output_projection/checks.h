@@ -33,8 +33,9 @@ class ParamChecker {
   void ExpectFp8(const char* name, const TensorView& t, QuantizationType type) const;
   // A tensor the quantization mode does not use must not be given (it would be ignored).
   void ExpectAbsent(const char* name, const TensorView& t, QuantizationType type) const;
-  // MX, STATIC_MX and ROW_MX: Error(kNotSupported), they come with their own issue.
-  void ExpectNotMx(QuantizationType type) const;
+  // MX, STATIC_MX and ROW_MX: Error(kInvalidArgument) for a kernel without an MX path (TKG),
+  // "quantization_type = MX: the <variant> kernel has no MX path (<why>)".
+  void ExpectNotMx(QuantizationType type, const char* variant, const char* why) const;
   // value <= limit, the reference kernel's limit on `what`.
   void ExpectAtMost(const char* name, int64_t value, int64_t limit, const char* why) const;
   // H % lnc == 0: core p writes columns [p * H / LNC, (p + 1) * H / LNC).

@@ -52,13 +52,19 @@ struct Epilogue {
   EvictionTerms Cut(int64_t partitions, const Range& columns) const;
 };
 
-// Alternates evictions between Vector and Scalar (the reference's parity rule) so that an
-// eviction overlaps the next group's matmuls on the other engine.
+// Alternates evictions between two engines, by default Vector and Scalar (the reference's parity
+// rule), so that an eviction overlaps the next group's matmuls on the other engine. The MX path
+// takes Scalar and GpSimd: its Vector runs quantize_mx, whose in-order queue would hold
+// evictions behind the next step's activations.
 class EvictionEngines {
  public:
-  Engine Next() { return count_++ % 2 == 0 ? Engine::kVector : Engine::kScalar; }
+  EvictionEngines() = default;
+  EvictionEngines(Engine first, Engine second) : first_(first), second_(second) {}
+  Engine Next() { return count_++ % 2 == 0 ? first_ : second_; }
 
  private:
+  Engine first_ = Engine::kVector;
+  Engine second_ = Engine::kScalar;
   int64_t count_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/common/mx_weights.h"
 #include "runtime/rng.h"
 
 namespace nkisim::kernels {
@@ -47,14 +48,15 @@ TensorView QuantizedWeight(const OprojCase& c, uint64_t seed, int64_t partitions
   std::vector<float> column_scale(static_cast<size_t>(c.h));
   const float tensor_max = MaxAbs(real, 0, real.size(), 1);
   for (int64_t j = 0; j < c.h; ++j) {
-    const bool row = c.quantization == QuantizationType::kRow;
+    const bool row =
+        c.quantization == QuantizationType::kRow || c.quantization == QuantizationType::kRowMx;
     column_scale[j] = (row ? MaxAbs(real, j, real.size(), c.h) : tensor_max) / fp8_max;
   }
   std::vector<float> q(real.size());
   for (size_t i = 0; i < real.size(); ++i) q[i] = real[i] / column_scale[i % c.h];
   TensorView w = TensorView::Create({k, c.h}, c.fp8_dtype, "weight");
   w.FromFloats(q);
-  if (c.quantization == QuantizationType::kRow) {
+  if (c.quantization == QuantizationType::kRow || c.quantization == QuantizationType::kRowMx) {
     std::vector<float> repeated;
     for (int64_t p = 0; p < partitions; ++p) {
       repeated.insert(repeated.end(), column_scale.begin(), column_scale.end());
@@ -67,6 +69,44 @@ TensorView QuantizedWeight(const OprojCase& c, uint64_t seed, int64_t partitions
   return w;
 }
 
+// One (P, 1) STATIC scale: a U[0, 1) / 256 value repeated.
+TensorView StaticScale(uint64_t seed, const char* name, int64_t partitions) {
+  const float v = Rng(seed, name).Uniform(0) / 256.0f;
+  return Filled({partitions, 1}, std::vector<float>(partitions, v), name);
+}
+
+// The CTE weights (and scales) of an MX mode; see inputs.h.
+void MakeCteMxWeights(const OprojCase& c, uint64_t seed, int64_t partitions,
+                      OutputProjectionInputs* in) {
+  const int64_t k = c.n * c.d;
+  const bool mx = c.quantization == QuantizationType::kMx;
+  const DType x4 = mx ? DType::kFp4E2M1FNx4 : DType::kFp8E4M3FNx4;
+  if (k % 32 != 0) {  // not packable: let the kernel name its rule
+    in->weight = TensorView::Create({k / 4, c.h}, x4, "weight");
+    if (mx) in->weight_scale = TensorView::Create({k / 32, c.h}, DType::kUInt8, "weight_scale");
+    return;
+  }
+  if (mx) {
+    const MxPackedWeights packed =
+        PackMxWeights(Uniform({k, c.h}, c.dtype, seed, "weight", 0, 1),
+                      MxWeightLayout::kContiguous, x4, "weight");
+    in->weight = packed.data;
+    in->weight_scale = packed.scales;
+    return;
+  }
+  OprojCase fn = c;
+  fn.fp8_dtype = DType::kFp8E4M3FN;
+  const auto fp8_max = static_cast<float>(MaxValue(fn.fp8_dtype));
+  const TensorView w_fp8 = c.quantization == QuantizationType::kStaticMx
+                               ? Uniform({k, c.h}, fn.fp8_dtype, seed, "weight", -fp8_max, fp8_max)
+                               : QuantizedWeight(fn, seed, partitions, &in->weight_scale);
+  in->weight = PackFp8WeightsX4(w_fp8, MxWeightLayout::kContiguous, "weight").data;
+  if (c.quantization == QuantizationType::kStaticMx) {
+    in->input_scale = StaticScale(seed, "input_scale", partitions);
+    in->weight_scale = StaticScale(seed, "weight_scale", partitions);
+  }
+}
+
 }  // namespace
 
 OutputProjectionInputs MakeCteInputs(const OprojCase& c, uint64_t seed, int64_t partitions) {
@@ -74,17 +114,17 @@ OutputProjectionInputs MakeCteInputs(const OprojCase& c, uint64_t seed, int64_t 
   in.quantization = c.quantization;
   in.attention = Uniform({c.b, c.n, c.d, c.s}, c.dtype, seed, "attention", 0, 1);
   if (c.bias) in.bias = Normal({1, c.h}, c.dtype, seed, "bias", 100);
+  if (oproj::IsMx(c.quantization)) {
+    MakeCteMxWeights(c, seed, partitions, &in);
+    return in;
+  }
   if (c.quantization != QuantizationType::kStatic) {
     in.weight = Uniform({c.n * c.d, c.h}, c.dtype, seed, "weight", 0, 1);
     return in;
   }
   in.weight = Uniform({c.n * c.d, c.h}, c.fp8_dtype, seed, "weight", -240, 240);
-  auto scale = [&](const char* name) {
-    const float v = Rng(seed, name).Uniform(0) / 256.0f;
-    return Filled({partitions, 1}, std::vector<float>(partitions, v), name);
-  };
-  in.input_scale = scale("input_scale");
-  in.weight_scale = scale("weight_scale");
+  in.input_scale = StaticScale(seed, "input_scale", partitions);
+  in.weight_scale = StaticScale(seed, "weight_scale", partitions);
   return in;
 }
 
@@ -110,10 +150,15 @@ OutputProjectionInputs MakeTkgInputs(const OprojCase& c, uint64_t seed, int64_t 
 }
 
 reference::OprojRefInputs ReferenceInputs(const OutputProjectionInputs& in, bool rounded) {
-  const reference::OprojQuant quant =
-      in.quantization == QuantizationType::kStatic ? reference::OprojQuant::kStatic
-      : in.quantization == QuantizationType::kRow  ? reference::OprojQuant::kRow
-                                                   : reference::OprojQuant::kNone;
+  reference::OprojQuant quant = reference::OprojQuant::kNone;
+  switch (in.quantization) {
+    case QuantizationType::kStatic: quant = reference::OprojQuant::kStatic; break;
+    case QuantizationType::kRow: quant = reference::OprojQuant::kRow; break;
+    case QuantizationType::kMx: quant = reference::OprojQuant::kMx; break;
+    case QuantizationType::kStaticMx: quant = reference::OprojQuant::kStaticMx; break;
+    case QuantizationType::kRowMx: quant = reference::OprojQuant::kRowMx; break;
+    default: break;
+  }
   return {in.weight, in.bias, quant, in.input_scale, in.weight_scale, rounded};
 }
 

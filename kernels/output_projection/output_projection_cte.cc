@@ -1,6 +1,7 @@
 #include "kernels/output_projection/output_projection_cte.h"
 
 #include "kernels/output_projection/checks.h"
+#include "kernels/output_projection/output_projection_cte_mx.h"
 #include "kernels/output_projection/epilogue.h"
 #include "kernels/output_projection/row_layout.h"
 #include "kernels/output_projection/tiling.h"
@@ -16,7 +17,6 @@ constexpr int64_t kMaxH = 20705;
 
 void ValidateQuantization(const oproj::ParamChecker& check, const OutputProjectionCteParams& p,
                           int64_t partitions) {
-  check.ExpectNotMx(p.quantization);
   if (p.quantization == QuantizationType::kRow) {
     check.Fail(
         "quantization_type = ROW: the CTE kernel has no per-row dequantization; use STATIC, "
@@ -46,6 +46,10 @@ Shape OutputProjectionCteOutputShape(const TensorView& attention, const TensorVi
 
 void ValidateOutputProjectionCte(const OutputProjectionCteParams& p, int lnc,
                                  const HardwareProfile& profile) {
+  if (oproj::IsMx(p.quantization)) {
+    oproj::ValidateOutputProjectionCteMx(p, lnc, profile);
+    return;
+  }
   const oproj::ParamChecker check(kKernel);
   const Shape out_shape = OutputProjectionCteOutputShape(p.attention, p.weight);
   const int64_t b = p.attention.dim(0), n = p.attention.dim(1), d = p.attention.dim(2);
@@ -72,6 +76,10 @@ void ValidateOutputProjectionCte(const OutputProjectionCteParams& p, int lnc,
 
 void OutputProjectionCteKernel(const KernelContext& ctx, const OutputProjectionCteParams& p) {
   using namespace oproj;
+  if (IsMx(p.quantization)) {
+    OutputProjectionCteMxKernel(ctx, p);
+    return;
+  }
   NeuronCore& core = ctx.core;
   const HardwareProfile& prof = core.profile();
   const int64_t batches = p.attention.dim(0), s = p.attention.dim(3), h = p.weight.dim(1);
@@ -115,8 +123,10 @@ void OutputProjectionCteKernel(const KernelContext& ctx, const OutputProjectionC
 
 TensorView OutputProjectionCte(LogicalCore& lnc, OutputProjectionCteParams params,
                                std::optional<DType> output_dtype) {
+  const DType default_dtype =
+      oproj::IsMx(params.quantization) ? DType::kBFloat16 : params.attention.dtype();
   params.out = TensorView::Create(OutputProjectionCteOutputShape(params.attention, params.weight),
-                                  output_dtype.value_or(params.attention.dtype()), "oproj_cte_out");
+                                  output_dtype.value_or(default_dtype), "oproj_cte_out");
   ValidateOutputProjectionCte(params, lnc.lnc(), lnc.profile());
   lnc.Launch([&](const KernelContext& ctx) { OutputProjectionCteKernel(ctx, params); });
   return params.out;

@@ -13,8 +13,12 @@
 //           out = (clip(A / s_in, +-max fp8) @ W) * (s_w * s_in) + bias, fp8 double-row matmuls.
 //   ROW     refused with kInvalidArgument (the seed's rule: the public reference silently
 //           ignores the scales and returns wrong results).
-//   MX, STATIC_MX, ROW_MX  kNotSupported (their own issue).
-// Limits (the reference's): B*S <= 131072, D <= 128, N <= 17, H <= 20705, H % LNC == 0.
+//   MX, STATIC_MX, ROW_MX  on the MX matmul (NeuronCore-v4 profiles only, e.g.
+//           configs/hardware/trn3.textproto; kNotSupported on a profile without the MX path):
+//           weights x4-packed [N*D/4, H] along the contraction, no head packing; see
+//           output_projection_cte_mx.h for the inputs, math and tiling of each.
+// Limits (the reference's): B*S <= 131072, H <= 20705, H % LNC == 0; D <= 128 and N <= 17 except
+// for the MX modes, which need N*D >= 128 and N*D % 128 == 0.
 // Sizes are in elements. Every rejection is an nkisim::Error naming the parameter, the value and
 // the rule (see ValidateOutputProjectionCte).
 #pragma once
@@ -28,17 +32,19 @@
 
 namespace nkisim::kernels {
 
-// attention [B, N, D, S]; STATIC scales (128, 1) each.
+// attention [B, N, D, S]; STATIC / STATIC_MX scales (128, 1) each; MX weight_scale uint8
+// [N*D/32, H]; ROW_MX weight_scale (128, H).
 struct OutputProjectionCteParams : OutputProjectionInputs {
   TensorView out;  // [B, S, H], float
 };
 
-// [B, S, H] from attention [B, N, D, S] and weight [N*D, H]; throws kInvalidArgument when their
-// ranks are wrong.
+// [B, S, H] from attention [B, N, D, S] and weight [N*D, H] (MX modes: [N*D/4, H]); throws
+// kInvalidArgument when their ranks are wrong.
 Shape OutputProjectionCteOutputShape(const TensorView& attention, const TensorView& weight);
 
-// Throws Error(kInvalidArgument) or, for the MX modes, Error(kNotSupported) on the first rule
-// broken; returns normally when the kernel can run on `lnc` cores of `profile`.
+// Throws Error(kInvalidArgument) on the first rule broken, or Error(kNotSupported) for an MX mode
+// on a profile without the MX path (pe_mx_speedup = 0, e.g. the built-in trn2); returns normally
+// when the kernel can run on `lnc` cores of `profile`.
 void ValidateOutputProjectionCte(const OutputProjectionCteParams& params, int lnc,
                                  const HardwareProfile& profile);
 
@@ -46,8 +52,8 @@ void ValidateOutputProjectionCte(const OutputProjectionCteParams& params, int ln
 // REQUIRES: ValidateOutputProjectionCte(params, ctx.n_prgs, profile) passed.
 void OutputProjectionCteKernel(const KernelContext& ctx, const OutputProjectionCteParams& params);
 
-// Creates params.out [B, S, H] in output_dtype (default: the attention dtype), validates and
-// launches the kernel on lnc; returns out.
+// Creates params.out [B, S, H] in output_dtype (default: the attention dtype; bf16 for the MX
+// modes, as the reference), validates and launches the kernel on lnc; returns out.
 TensorView OutputProjectionCte(LogicalCore& lnc, OutputProjectionCteParams params,
                                std::optional<DType> output_dtype = std::nullopt);
 

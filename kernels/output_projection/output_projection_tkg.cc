@@ -22,7 +22,9 @@ constexpr int64_t kPackingDimMultiple = 32;
 
 void ValidateQuantization(const ParamChecker& check, const OutputProjectionTkgParams& p,
                           int64_t partitions, int64_t h) {
-  check.ExpectNotMx(p.quantization);
+  check.ExpectNotMx(p.quantization, "TKG",
+                    "the reference accepts only NONE, STATIC and ROW, "
+                    "output_projection_tkg.py:388-393; the MX modes run in output_projection_cte");
   switch (p.quantization) {
     case QuantizationType::kStatic:
       check.ExpectStaticScales(p.input_scale, p.weight_scale, partitions);

@@ -20,7 +20,8 @@
 //           y = (clip(A / s_in, +-max fp8) @ W) * (s_w * s_in) + bias, fp8 double-row matmuls.
 //   ROW     fp8 weights, weight_scale (128, H) (rows identical), no input_scale:
 //           y = (A @ W) * s_w[h] + bias, the attention unquantized.
-//   MX, STATIC_MX, ROW_MX  kNotSupported (their own issue).
+//   MX, STATIC_MX, ROW_MX  refused with kInvalidArgument: the TKG kernel has no MX path (the
+//           reference asserts NONE, STATIC or ROW, output_projection_tkg.py:388-393).
 // The output dtype is the attention dtype. Limits (the reference's): D <= 128, H % LNC == 0;
 // transposed: H % (128 LNC) == 0 and N*H <= 163840 (81920 for fp32 weights).
 #pragma once

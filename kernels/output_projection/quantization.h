@@ -13,7 +13,7 @@ namespace nkisim::kernels::oproj {
 // Accepts the QuantizationTypeName spellings in any case ("static", "ROW", "static_mx").
 // Throws Error(kInvalidArgument) naming the accepted ones.
 QuantizationType ParseQuantizationType(std::string_view name);
-// MX, STATIC_MX and ROW_MX: the microscaling modes, not modelled yet.
+// MX, STATIC_MX and ROW_MX: the microscaling modes (CTE only, on NeuronCore-v4 profiles).
 bool IsMx(QuantizationType type);
 
 }  // namespace nkisim::kernels::oproj

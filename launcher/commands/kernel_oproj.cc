@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "kernels/common/mx_weights.h"
 #include "kernels/output_projection/inputs.h"
 #include "kernels/output_projection/output_projection_cte.h"
 #include "kernels/output_projection/output_projection_tkg.h"
@@ -30,13 +31,44 @@ void Override(TensorView& t, const std::string& path, const char* name, DType dt
                 : ReadNpyAs(path, dtype);
 }
 
+// The MX modes' --weight: the real [N*D, H] weights (float values for MX, fp8_e4m3fn values for
+// STATIC_MX / ROW_MX), packed x4 MX_CONTIGUOUS as the kernel takes them; MX also takes the E8M0
+// scales of that packing, so --weight-scale is refused with MX.
+void OverrideMxWeight(OutputProjectionInputs& in, const OprojOptions& o,
+                      const kernels::OprojCase& c) {
+  const bool mx = c.quantization == kernels::QuantizationType::kMx;
+  if (mx && !o.weight_scale_path.empty()) {
+    Raise(ErrorCode::kInvalidArgument,
+          "kernel oproj: --weight-scale with --quant mx: the E8M0 weight scales come from packing "
+          "the weights (give the real [N*D, H] weights with --weight)");
+  }
+  if (o.weight_path.empty()) return;
+  const Shape shape{c.n * c.d, c.h};
+  if (mx) {
+    const kernels::MxPackedWeights packed = kernels::PackMxWeights(
+        LoadOrRandomInput(o.weight_path, "weight", shape, DType::kFloat32, o.common.seed, 0, 0),
+        kernels::MxWeightLayout::kContiguous, DType::kFp4E2M1FNx4, "weight");
+    in.weight = packed.data;
+    in.weight_scale = packed.scales;
+    return;
+  }
+  in.weight = kernels::PackFp8WeightsX4(LoadOrRandomInput(o.weight_path, "weight", shape,
+                                                          DType::kFp8E4M3FN, o.common.seed, 0, 0),
+                                        kernels::MxWeightLayout::kContiguous, "weight")
+                  .data;
+}
+
 OutputProjectionInputs MakeInputs(const OprojOptions& o, const kernels::OprojCase& c,
                                   OprojKernel kernel, int64_t partitions) {
   OutputProjectionInputs in = kernel == OprojKernel::kCte
                                   ? kernels::MakeCteInputs(c, o.common.seed, partitions)
                                   : kernels::MakeTkgInputs(c, o.common.seed, partitions);
   Override(in.attention, o.attention_path, "attention", c.dtype, o.common.seed);
-  Override(in.weight, o.weight_path, "weight", c.dtype, o.common.seed);
+  if (kernels::oproj::IsMx(c.quantization)) {
+    OverrideMxWeight(in, o, c);
+  } else {
+    Override(in.weight, o.weight_path, "weight", c.dtype, o.common.seed);
+  }
   Override(in.bias, o.bias_path, "bias", c.dtype, o.common.seed);
   Override(in.input_scale, o.input_scale_path, "input_scale", DType::kFloat32, o.common.seed);
   Override(in.weight_scale, o.weight_scale_path, "weight_scale", DType::kFloat32, o.common.seed);
@@ -53,15 +85,17 @@ TensorView Run(LogicalCore& lnc, const OprojOptions& o, OprojKernel kernel,
   return kernels::OutputProjectionTkg(lnc, {in, o.transpose_out});
 }
 
-// The bytes a kernel must move: every input once and the output, but of the ROW weight_scale
-// (P, H), whose rows are identical by contract, one row.
+// The bytes a kernel must move: every input once and the output, but of the ROW / ROW_MX
+// weight_scale (P, H), whose rows are identical by contract, one row. (MX: the x4 weights and
+// their uint8 scales as stored.)
 int64_t RooflineBytes(const OutputProjectionInputs& in, const TensorView& out) {
   int64_t bytes = out.size_bytes();
   for (const TensorView* t : {&in.attention, &in.weight, &in.bias, &in.input_scale}) {
     if (t->valid()) bytes += t->size_bytes();
   }
   if (in.weight_scale.valid()) {
-    const bool row = in.quantization == kernels::QuantizationType::kRow;
+    const bool row = in.quantization == kernels::QuantizationType::kRow ||
+                     in.quantization == kernels::QuantizationType::kRowMx;
     bytes +=
         row ? in.weight_scale.size_bytes() / in.weight_scale.dim(0) : in.weight_scale.size_bytes();
   }
@@ -82,18 +116,21 @@ void AddKernelOprojCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--h", o->h, "hidden size H (output columns)")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "attention / bias / float weight dtype")
       ->capture_default_str();
-  cmd->add_option("--quant", o->quantization, "none, static, row (tkg), mx, static_mx, row_mx")
+  cmd->add_option("--quant", o->quantization,
+                  "none, static, row (tkg), mx, static_mx, row_mx (cte on an MX profile, e.g. "
+                  "--profile configs/hardware/trn3.textproto)")
       ->capture_default_str();
   cmd->add_flag("--no-bias", o->no_bias, "no bias term");
   cmd->add_flag("--transpose-out", o->transpose_out,
                 "tkg: out [128, LNC, H/(128 LNC), B*S] instead of [B*S, H]");
   cmd->add_option("--output-dtype", o->output_dtype, "cte: output dtype (default: attention's)");
   cmd->add_option("--attention", o->attention_path, ".npy attention (default: seeded random)");
-  cmd->add_option("--weight", o->weight_path, ".npy weight [N*D, H]");
+  cmd->add_option("--weight", o->weight_path,
+                  ".npy weight [N*D, H] (MX modes: the real weights, packed x4 MX_CONTIGUOUS)");
   cmd->add_option("--bias", o->bias_path, ".npy bias [1, H]");
   cmd->add_option("--input-scale", o->input_scale_path, ".npy STATIC input scale (128, 1)");
   cmd->add_option("--weight-scale", o->weight_scale_path,
-                  ".npy weight scale: STATIC (128, 1), ROW (128, H)");
+                  ".npy weight scale: STATIC / STATIC_MX (128, 1), ROW / ROW_MX (128, H)");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
   AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag | kTimingOnlyFlag,
                    {.profile_path = "", .seed = 1, .lnc = 2,
@@ -137,7 +174,9 @@ int RunKernelOproj(const OprojOptions& o) {
 
   const double flops = 2.0 * o.b * o.s * o.n * o.d * o.h;
   ReportLogicalCore(lnc, flops, o.common.trace_path);
-  ReportRoofline(lnc, static_cast<double>(RooflineBytes(in, out)), flops);
+  // The MX modes' PE bound is at the MX rate (PeakMxTflops).
+  ReportRoofline(lnc, static_cast<double>(RooflineBytes(in, out)), flops,
+                 kernels::oproj::IsMx(c.quantization));
 
   int status = 0;
   if (o.check) {

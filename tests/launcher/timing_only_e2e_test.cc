@@ -64,6 +64,8 @@ const KernelCase kKernels[] = {
     {"attention_cte", "kernel attention --variant cte --b 1 --nq 2 --nkv 1 --s 384 --d 128"},
     {"qkv_tkg_mx", "kernel qkv --b 4 --s 1 --h 2048 --nq 2 --nkv 1 --d 128 --quant mx "
                    "--h-transposed --profile " NKISIM_SOURCE_DIR "/configs/hardware/trn3.textproto"},
+    {"oproj_cte_mx", "kernel oproj --variant cte --b 1 --n 2 --d 128 --s 256 --h 1024 --quant mx "
+                     "--profile " NKISIM_SOURCE_DIR "/configs/hardware/trn3.textproto"},
     {"qkv_cte_mx", "kernel qkv --b 1 --s 256 --h 1024 --nq 2 --nkv 1 --d 128 --quant mx --norm "
                    "layer --profile " NKISIM_SOURCE_DIR "/configs/hardware/trn3.textproto"},
 };

@@ -1,6 +1,7 @@
-// The big cases of the reference's lists (reference-kernels.md §3.2, §3.3, §8) and the two
-// performance cases of docs/output-projection.md, whose simulated time must stay within 1.25x of
-// the roofline bound. Label slow: the fp64 goldens of these shapes take seconds each.
+// The big cases of the reference's lists (reference-kernels.md §3.2, §3.3, §8) and the
+// performance cases of docs/output-projection.md (the decode and prefill cases on trn2, the MX
+// and STATIC_MX prefill cases on trn3), whose simulated time must stay within 1.25x of the
+// roofline bound. Label slow: the fp64 goldens of these shapes take seconds each.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,17 +25,20 @@ INSTANTIATE_TEST_SUITE_P(
     CaseName);
 
 // The roofline of the case on its logical core: the larger of moving every input and the output
-// once through the cores' HBM share and doing the flops at the cores' bf16 PE peak, in ns.
+// once through the cores' HBM share and doing the flops at the cores' PE peak (bf16; the MX
+// rate for the MX modes), in ns. (The MX weight_scale is its uint8 block scales; the cases below
+// have no (P, H) ROW scales.)
 double RooflineNs(const OprojTestCase& c, const OprojRun& run) {
   const HardwareProfile& p = run.lnc->profile();
   double bytes = static_cast<double>(run.out.size_bytes());
-  for (const TensorView* t : {&run.inputs.attention, &run.inputs.weight, &run.inputs.bias}) {
+  for (const TensorView* t : {&run.inputs.attention, &run.inputs.weight, &run.inputs.bias,
+                              &run.inputs.input_scale, &run.inputs.weight_scale}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes());
   }
   const OprojCase& s = c.shape;
   const double flops = 2.0 * s.b * s.s * s.n * s.d * s.h;
-  return std::max(bytes / (p.hbm_gbps_per_core() * c.lnc),
-                  flops / (PeakBf16Tflops(p) * 1000.0 * c.lnc));
+  const double peak = oproj::IsMx(s.quantization) ? PeakMxTflops(p) : PeakBf16Tflops(p);
+  return std::max(bytes / (p.hbm_gbps_per_core() * c.lnc), flops / (peak * 1000.0 * c.lnc));
 }
 
 class MustShowTest : public ::testing::TestWithParam<OprojTestCase> {};
@@ -53,7 +57,10 @@ TEST_P(MustShowTest, WithinQuarterOfTheRooflineAndCorrect) {
 INSTANTIATE_TEST_SUITE_P(
     Performance, MustShowTest,
     ::testing::Values(Tkg("decode_b32_n8_h8192", 32, 8, 1, 128, 8192, kNone, true, false),
-                      Cte("prefill_s2048_n16_h4096", 1, 2048, 4096, 16, 128, true)),
+                      Cte("prefill_s2048_n16_h4096", 1, 2048, 4096, 16, 128, true),
+                      Cte("mx_prefill_s4096_n8_h4096", 1, 4096, 4096, 8, 128, true, kMx),
+                      Cte("static_mx_prefill_s4096_n8_h4096", 1, 4096, 4096, 8, 128, true,
+                          kStaticMx)),
     CaseName);
 
 }  // namespace

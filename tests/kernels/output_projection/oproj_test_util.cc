@@ -12,7 +12,7 @@
 namespace nkisim::kernels::testing {
 namespace {
 
-int64_t Partitions() { return Trn2Profile().partitions(); }
+int64_t Partitions() { return Trn2Profile().partitions(); }  // trn3's too
 
 void Report(const char* what, const reference::Comparison& cmp) {
   std::cout << "    " << what << ": " << cmp.ToString() << "\n";
@@ -20,6 +20,16 @@ void Report(const char* what, const reference::Comparison& cmp) {
 }
 
 }  // namespace
+
+const HardwareProfile& Trn3Profile() {
+  static const HardwareProfile profile =
+      LoadHardwareProfile(std::string(NKISIM_SOURCE_DIR) + "/configs/hardware/trn3.textproto");
+  return profile;
+}
+
+const HardwareProfile& ProfileFor(const OprojTestCase& c) {
+  return oproj::IsMx(c.shape.quantization) ? Trn3Profile() : Trn2Profile();
+}
 
 std::ostream& operator<<(std::ostream& os, const OprojTestCase& c) {
   const OprojCase& s = c.shape;
@@ -46,7 +56,7 @@ OutputProjectionInputs MakeInputs(const OprojTestCase& c, uint64_t seed) {
 
 OprojRun RunCase(const OprojTestCase& c, const OutputProjectionInputs& in) {
   OprojRun run;
-  run.lnc = std::make_unique<LogicalCore>(c.lnc, Trn2Profile());
+  run.lnc = std::make_unique<LogicalCore>(c.lnc, ProfileFor(c));
   run.inputs = in;
   if (c.variant == Variant::kCte) {
     OutputProjectionCteParams params;

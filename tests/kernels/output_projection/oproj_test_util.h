@@ -13,6 +13,7 @@
 #include "kernels/output_projection/inputs.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/output_projection_ref.h"
+#include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 #include "runtime/tensor_view.h"
 
@@ -22,6 +23,12 @@ using Variant = reference::OprojKernel;
 inline constexpr QuantizationType kNone = QuantizationType::kNone;
 inline constexpr QuantizationType kStatic = QuantizationType::kStatic;
 inline constexpr QuantizationType kRow = QuantizationType::kRow;
+inline constexpr QuantizationType kMx = QuantizationType::kMx;
+inline constexpr QuantizationType kStaticMx = QuantizationType::kStaticMx;
+inline constexpr QuantizationType kRowMx = QuantizationType::kRowMx;
+
+// configs/hardware/trn3.textproto (NeuronCore-v4, with the MX path), loaded once.
+const HardwareProfile& Trn3Profile();
 
 struct OprojTestCase {
   const char* name;
@@ -31,6 +38,9 @@ struct OprojTestCase {
   int lnc = 2;
 };
 std::ostream& operator<<(std::ostream& os, const OprojTestCase& c);
+
+// The profile a case runs on: trn3 for the MX modes, else the built-in trn2.
+const HardwareProfile& ProfileFor(const OprojTestCase& c);
 
 // Cases in the order the reference lists them: CTE (B, S, H, N, D, bias), TKG (B, N, S, D, H,
 // quant, bias, transpose_out).
@@ -58,7 +68,9 @@ std::vector<float> Golden(const OprojTestCase& c, const OutputProjectionInputs& 
 
 // Checks y against the reference golden with the reference tolerance, and against the
 // rounding-aware golden with rtol 2^-7 (bf16 output rounding plus margin), so a wrong column
-// cannot hide under a bias of std 100. Prints both worst errors; adds failures on mismatch.
+// cannot hide under a bias of std 100. (The MX modes' goldens model their quantization exactly,
+// so for them both checks use the one golden.) Prints both worst errors; adds failures on
+// mismatch.
 void ExpectMatchesGolden(const OprojTestCase& c, const OprojRun& run);
 
 // The golden check of one case, defined once in oproj_test_util.cc; each binary instantiates it
