@@ -2,6 +2,7 @@
 // validation, dispatch and the two variants. Callers outside kernels/qkv include qkv.h only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/qkv/qkv.h"
@@ -41,6 +42,10 @@ struct QkvConfig {
   // already transposed into the packed order.
   int64_t mx_chunk() const { return 4 * partitions; }
   int64_t mx_chunks() const { return h / mx_chunk(); }
+  // TKG MX: the partitions one core's H shard fills (its H / (4 L) rows of x4 elements, at most
+  // the partitions: H = 512 on LNC 2 fills 64) and the chunks of them.
+  int64_t mx_tkg_partitions() const { return std::min(partitions, h / (4 * lnc)); }
+  int64_t mx_tkg_chunks() const { return h / (4 * lnc * mx_tkg_partitions()); }
   bool mx_interleaved_input() const {
     return weight_layout == QkvWeightLayout::kMxInterleaved && !h_transposed;
   }

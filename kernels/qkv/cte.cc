@@ -220,7 +220,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       x_t_.push_back(core.AllocateSbuf("x_t", {np, subtiles, np}, prologue_.transposed_dtype()));
     }
   }
-  if (cfg.mx()) w_scales_ = MxBankScales(core, cfg, p, 1, 0, subtiles, plan_.width);
+  if (cfg.mx()) w_scales_ = MxBankScales(core, cfg, p, 1, 0, subtiles, np, plan_.width);
   if (rope_) rotary_ = std::make_unique<Rope>(core, cfg, p, plan_.block_tiles, plan_.width);
 
   const int64_t banks = (cfg.i + plan_.width - 1) / plan_.width;

@@ -80,16 +80,17 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   Tile x_in = TkgPrologue(ctx, cfg, params, result.fused_hidden);
   if (cfg.quant == QuantizationType::kStatic) x_in = QuantizeInput(core, cfg, params, x_in);
   // MX: x_in [P, T, Q, 4] quantized per chunk into x4 [P, Q, T] with its E8M0 scales [P, Q, T].
-  const int64_t q_chunks = cfg.mx() ? cfg.h / (l * cfg.mx_chunk()) : 0;
+  const int64_t q_chunks = cfg.mx() ? cfg.mx_tkg_chunks() : 0;
+  const int64_t mp = cfg.mx() ? cfg.mx_tkg_partitions() : np;  // contraction partitions
   MxBankScales w_scales;
   Tile x4, x_scales;
   if (cfg.mx()) {
-    x4 = core.AllocateSbuf("x_mx", {np, q_chunks, tokens}, DType::kFp8E4M3FNx4);
-    x_scales = core.AllocateSbuf("x_mx_scale", {np, q_chunks, tokens}, DType::kUInt8);
+    x4 = core.AllocateSbuf("x_mx", {mp, q_chunks, tokens}, DType::kFp8E4M3FNx4);
+    x_scales = core.AllocateSbuf("x_mx_scale", {mp, q_chunks, tokens}, DType::kUInt8);
     for (int64_t q = 0; q < q_chunks; ++q) {
       nisa::quantize_mx(x4.select(1, q), x_in.select(2, q), x_scales.select(1, q));
     }
-    w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, cfg.bank_cols);
+    w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, mp, cfg.bank_cols);
   }
   const Epilogue epilogue(core, cfg, params, tokens, cfg.io_dtype, /*add_bias=*/s == 0);
   Tile full = core.AllocateSbuf("qkv", {tokens, cfg.i}, cfg.io_dtype);
@@ -110,7 +111,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   // Contraction subtiles per core: 128-row subtiles of H, or MX chunks of 4 x 128 rows.
   const int64_t subtiles = cfg.mx() ? q_chunks : h1s;
   const TensorView w =
-      cfg.mx() ? params.fused_qkv_weights.reshape({l, q_chunks, np, cfg.i}).select(0, s).permute({1, 0, 2})
+      cfg.mx() ? params.fused_qkv_weights.reshape({l, q_chunks, mp, cfg.i}).select(0, s).permute({1, 0, 2})
                : params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
   std::vector<TensorView> chunks;
   int64_t slot_elements = 1;
@@ -119,7 +120,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
     // MX: one chunk (4 x 128 rows of H) per DMA. A chunk of a full bank is 256 KiB, about the
     // DMA target already, and a narrow last bank's chunks then spread over as many queues.
     const int64_t hc = cfg.mx() ? 1
-                                : std::clamp<int64_t>(target / (np * (c1 - c0) * wbytes), 1, subtiles);
+                                : std::clamp<int64_t>(target / (mp * (c1 - c0) * wbytes), 1, subtiles);
     slot_elements = std::max(slot_elements, hc * (c1 - c0));
     for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {
       chunks.push_back(w.slice(1, j0, std::min(subtiles, j0 + hc)).slice(2, c0, c1));

@@ -9,27 +9,28 @@ namespace {
 using nisa::AluOp;
 
 // A [B, S, H] tensor as [P, B*S, L, H1s]; a [1, H] row as [P, L, H1s]. MX: as
-// [P, B*S, L, Q, 4] and [P, L, Q, 4] with element (p, t, c, q, j) = x[t, c*H/L + q*4P + 4p + j]:
+// [P', B*S, L, Q, 4] and [P', L, Q, 4] with element (p, t, c, q, j) = x[t, c*H/L + q*4P' + 4p + j]
+// (P' = QkvConfig::mx_tkg_partitions, P unless the shard is smaller):
 // each run of 4 is one x4 element of chunk q (the input's H already in packed order).
 TensorView PartitionMajor(const TensorView& t, const QkvConfig& cfg) {
   if (cfg.mx()) {
-    const int64_t q = cfg.h / (cfg.lnc * cfg.mx_chunk());
-    return t.reshape({cfg.tokens, cfg.lnc, q, cfg.partitions, 4}).permute({3, 0, 1, 2, 4});
+    return t.reshape({cfg.tokens, cfg.lnc, cfg.mx_tkg_chunks(), cfg.mx_tkg_partitions(), 4})
+        .permute({3, 0, 1, 2, 4});
   }
   return t.reshape({cfg.tokens, cfg.lnc, cfg.partitions, cfg.shard_subtiles()})
       .permute({2, 0, 1, 3});
 }
 TensorView PartitionMajorRow(const TensorView& row, const QkvConfig& cfg) {
   if (cfg.mx()) {
-    const int64_t q = cfg.h / (cfg.lnc * cfg.mx_chunk());
-    return row.reshape({cfg.lnc, q, cfg.partitions, 4}).permute({2, 0, 1, 3});
+    return row.reshape({cfg.lnc, cfg.mx_tkg_chunks(), cfg.mx_tkg_partitions(), 4})
+        .permute({2, 0, 1, 3});
   }
   return row.reshape({cfg.lnc, cfg.partitions, cfg.shard_subtiles()}).permute({1, 0, 2});
 }
 
 // The shape of one core's matmul input: [P, B*S, H1s], or [P, B*S, Q, 4] for MX.
 Shape ShardShape(const QkvConfig& cfg) {
-  if (cfg.mx()) return {cfg.partitions, cfg.tokens, cfg.h / (cfg.lnc * cfg.mx_chunk()), 4};
+  if (cfg.mx()) return {cfg.mx_tkg_partitions(), cfg.tokens, cfg.mx_tkg_chunks(), 4};
   return {cfg.partitions, cfg.tokens, cfg.shard_subtiles()};
 }
 
@@ -72,7 +73,8 @@ Tile PerToken(const Tile& column, int64_t f) {
 // compute dtype. Sums over H are a free-axis reduce per partition, then a matmul with an
 // all-ones [P, P] stationary that sums across the partitions and broadcasts the total.
 Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Tile& x) {
-  const int64_t np = cfg.partitions, nt = x.free_shape()[0], f = cfg.h / np;
+  // x's partitions: all of them, or for MX with a small H shard the ones it fills.
+  const int64_t np = x.partitions(), nt = x.free_shape()[0], f = cfg.h / np;
   const Tile xf = x.reshape({nt, f});
   Tile ones = core.AllocateSbuf("ones", {np, np}, DType::kFloat32);
   nisa::memset(ones, 1.0f, Engine::kGpSimd);

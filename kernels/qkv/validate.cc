@@ -106,10 +106,16 @@ void CheckMx(const QkvParams& p, const QkvConfig& c, const std::string& why,
   if (p.qkv_in_scale.valid()) {
     Reject("qkv_in_scale", "given with MX, which quantizes the input per block (no input scale)");
   }
-  if (c.variant == QkvVariant::kTkg && (c.h / c.mx_chunk()) % c.lnc != 0) {
-    Reject(StrCat("H = ", c.h), StrCat("the TKG variant's MX path (", why, ") shards H in chunks of ",
-                                       c.mx_chunk(), ": (H / ", c.mx_chunk(), ") = ",
-                                       c.h / c.mx_chunk(), " must be divisible by LNC = ", c.lnc));
+  if (c.variant == QkvVariant::kTkg) {
+    // Each core's H / (4 LNC) rows of x4 elements fill whole 128-partition chunks, or one chunk
+    // of a multiple of 32 partitions (MX blocks and scale quadrants are 8 and 32 partitions).
+    const int64_t rows = c.h / (4 * c.lnc);
+    if (c.h % (4 * c.lnc) != 0 || (rows >= c.partitions ? rows % c.partitions != 0 : rows % 32 != 0)) {
+      Reject(StrCat("H = ", c.h),
+             StrCat("the TKG variant's MX path (", why, ") gives each core H / (4 LNC) = ", rows,
+                    " rows of x4 elements; they must fill whole chunks of ", c.partitions,
+                    " partitions, or a multiple of 32 below that"));
+    }
   }
   if (c.variant == QkvVariant::kTkg && !c.h_transposed) {
     Reject("is_h_dim_4h_transposed = false",

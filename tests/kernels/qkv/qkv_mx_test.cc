@@ -75,9 +75,12 @@ constexpr auto kInterleaved = QkvWeightLayout::kMxInterleaved;
 constexpr auto kRms = NormType::kRmsNorm;
 constexpr auto kLn = NormType::kLayerNorm;
 
-// The reference's MX grid (test_qkv_tkg.py:895-922: LNC 2, H 512 .. 16384, H transposed) for TKG,
+// The reference's MX grid (test_qkv_tkg.py:895-922: LNC 2, H 512 .. 16384, H transposed; H 512
+// on LNC 2 fills 64 partitions per core) for TKG,
 // and prefill shapes for CTE, with both layouts, norms, fused add and bias.
 const MxCase kMxGrid[] = {
+    {"Tkg_H512", 2, Mx(2, 1, 512, 1, 1, true), QkvVariant::kTkg},
+    {"Tkg_H512_Rms", 2, With(Mx(4, 1, 512, 2, 1, true), kRms, true, true), QkvVariant::kTkg},
     {"Tkg_H1024", 2, Mx(1, 1, 1024, 2, 1, true), QkvVariant::kTkg},
     {"Tkg_H2048_B8", 2, Mx(8, 1, 2048, 4, 1, true), QkvVariant::kTkg},
     {"Tkg_H4096_S4_Interleaved", 2, Mx(2, 4, 4096, 4, 1, true, kInterleaved), QkvVariant::kTkg},
@@ -156,8 +159,10 @@ TEST(QkvMxValidateTest, EveryMxRuleIsRefused) {
   p.is_h_dim_4h_transposed = false;
   EXPECT_THAT(Rejection(p), HasSubstr("needs the input's H already in the packed weights' row "
                                       "order (is_h_dim_4h_transposed = true)"));
-  p = MakeQkvCase(Mx(1, 1, 1536, 2, 1, true));  // TKG: H / 512 = 3 chunks over LNC 2
-  EXPECT_THAT(Rejection(p), HasSubstr("(H / 512) = 3 must be divisible by LNC = 2"));
+  p = MakeQkvCase(Mx(1, 1, 1536, 2, 1, true));  // TKG: 192 rows of x4 per core on LNC 2
+  EXPECT_THAT(Rejection(p), HasSubstr("gives each core H / (4 LNC) = 192 rows of x4 elements; "
+                                      "they must fill whole chunks of 128 partitions"));
+  EXPECT_NO_THROW(ValidateQkv(p, 1, QkvVariant::kAuto, Trn3()));  // 384 rows: 3 chunks
   p = MakeQkvCase(With(Mx(1, 256, 2048, 2, 1, true), kRms));  // swizzled CTE input with a norm
   EXPECT_THAT(Rejection(p), HasSubstr("takes a swizzled input only without a norm or fused "
                                       "residual add"));
