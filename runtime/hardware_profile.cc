@@ -119,6 +119,15 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       Raise(ErrorCode::kBadConfig, StrCat(where, ".op: '", t.op(), "' is not one of all_gather, ",
                                           "reduce_scatter, all_reduce, all_to_all (or empty)"));
     }
+    // The rows of collectives/algorithms.cc (a tuning row with another name would never apply).
+    static const char* const kAlgorithms[] = {"",    "ring",      "mesh",         "mesh_1step",
+                                              "rdh", "kangaring", "hierarchical", "pairwise"};
+    if (std::find(std::begin(kAlgorithms), std::end(kAlgorithms), t.algorithm()) ==
+        std::end(kAlgorithms)) {
+      Raise(ErrorCode::kBadConfig,
+            StrCat(where, ".algorithm: '", t.algorithm(), "' is not one of ring, mesh, mesh_1step, ",
+                   "rdh, kangaring, hierarchical, pairwise (or empty)"));
+    }
     if ((t.has_step_latency_ns() && !(t.step_latency_ns() >= 0 && std::isfinite(t.step_latency_ns()))) ||
         (t.has_fixed_ns() && !(t.fixed_ns() >= 0 && std::isfinite(t.fixed_ns()))) ||
         (t.has_link_gbps() && !(t.link_gbps() > 0 && std::isfinite(t.link_gbps())))) {

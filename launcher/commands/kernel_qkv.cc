@@ -164,6 +164,12 @@ int RunKernelQkv(const KernelQkvOptions& o) {
             StrCat("kernel qkv: --weight-layout ", o.weight_layout, " with --quant ", o.quant,
                    ": the MX layouts pack x4 weights for --quant mx only"));
     }
+    // Before the inputs are allocated (B * S * H of them): the TKG bound of ValidateQkv.
+    if (o.variant == "tkg" && rows > 128) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("kernel qkv: B * S = ", rows, ": the TKG variant (--variant tkg) keeps the ",
+                   "tokens on the partitions, so B * S must be <= 128"));
+    }
     if (!o.in_dir.empty() && !std::filesystem::is_directory(o.in_dir)) {
       Raise(ErrorCode::kInvalidArgument,
             StrCat("kernel qkv: --in-dir ", o.in_dir, ": not a directory"));

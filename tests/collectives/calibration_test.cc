@@ -2,6 +2,7 @@
 // file:line), recovering known parameters from rows the model itself generated, and lowering the
 // error on the shipped published figures.
 #include "collectives/calibration.h"
+#include "collectives/algorithms.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -319,6 +320,31 @@ TEST(CalibrateTest, GeomeanError) {
   EXPECT_EQ(GeomeanError({}, {}), 0);
   EXPECT_NEAR(GeomeanError({2, 5}, {1, 10}), 1.0, 1e-12);  // |ln 2| and |ln 0.5|
   EXPECT_NEAR(GeomeanError({110}, {100}), 0.1, 1e-12);
+}
+
+}  // namespace
+}  // namespace nkisim::collectives
+
+namespace nkisim::collectives {
+namespace {
+
+// The profile check keeps its own list of algorithm names (runtime cannot depend on collectives):
+// every row of the algorithm table must be accepted in a collective_tuning entry, and no other
+// name, so the two lists cannot drift apart.
+TEST(ProfileTuningAlgorithms, MatchTheAlgorithmTable) {
+  for (const AlgorithmRow& row : AlgorithmTable()) {
+    EXPECT_NO_THROW(ParseHardwareProfile(
+        StrCat("collective_tuning { op: \"all_gather\" algorithm: \"", row.name, "\" fixed_ns: 1 }"),
+        "p"))
+        << row.name;
+  }
+  try {
+    ParseHardwareProfile("collective_tuning { algorithm: \"ringg\" fixed_ns: 1 }", "p");
+    ADD_FAILURE() << "an unknown algorithm name was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("].algorithm: 'ringg' is not one of"));
+  }
 }
 
 }  // namespace
