@@ -51,19 +51,26 @@ void ValidateOutputProjectionCte(const OutputProjectionCteParams& p, int lnc,
     return;
   }
   const oproj::ParamChecker check(kKernel);
-  const Shape out_shape = OutputProjectionCteOutputShape(p.attention, p.weight);
-  const int64_t b = p.attention.dim(0), n = p.attention.dim(1), d = p.attention.dim(2);
-  const int64_t s = p.attention.dim(3), h = p.weight.dim(1);
+  OutputProjectionCteOutputShape(p.attention, p.weight);  // the ranks, before any dim is read
+  const int64_t n = p.attention.dim(1), d = p.attention.dim(2), h = p.weight.dim(1);
   check.ExpectFloat("attention", p.attention);
   check.ExpectFloat("weight", p.weight);
   check.ExpectContiguous("attention", p.attention);
   check.ExpectContiguous("weight", p.weight);
   check.ExpectShape("weight", p.weight, {n * d, h}, "[N * D, H]");
   ValidateQuantization(check, p, profile.partitions());
-  check.ExpectAtMost("B * S", b * s, kMaxRows, "the reference kernel's row limit");
   check.ExpectAtMost("D", d, profile.partitions(),
                      "the head dim is the contraction on the partitions");
   check.ExpectAtMost("N", n, kMaxHeads, "the reference kernel's head limit");
+  oproj::CheckCteRowsColumnsAndOutput(check, p, lnc);
+}
+
+void oproj::CheckCteRowsColumnsAndOutput(const ParamChecker& check,
+                                         const OutputProjectionCteParams& p, int lnc) {
+  const Shape out_shape = OutputProjectionCteOutputShape(p.attention, p.weight);
+  const int64_t h = out_shape[2];
+  check.ExpectAtMost("B * S", out_shape[0] * out_shape[1], kMaxRows,
+                     "the reference kernel's row limit");
   check.ExpectAtMost("H", h, kMaxH, "the reference kernel's hidden-size limit");
   check.ExpectHShardable(h, lnc);
   if (p.bias.valid()) {

@@ -57,4 +57,12 @@ void OutputProjectionCteKernel(const KernelContext& ctx, const OutputProjectionC
 TensorView OutputProjectionCte(LogicalCore& lnc, OutputProjectionCteParams params,
                                std::optional<DType> output_dtype = std::nullopt);
 
+namespace oproj {
+class ParamChecker;
+// The rules every CTE mode shares, after its own: B * S <= 131072, H <= 20705 (the reference's
+// limits), H % LNC == 0, bias [1, H] float, out [B, S, H] float.
+void CheckCteRowsColumnsAndOutput(const ParamChecker& check, const OutputProjectionCteParams& p,
+                                  int lnc);
+}  // namespace oproj
+
 }  // namespace nkisim::kernels

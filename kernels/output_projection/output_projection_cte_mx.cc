@@ -17,8 +17,6 @@ namespace {
 
 constexpr const char* kKernel = "output_projection_cte";
 // The reference kernel's limits (output_projection_cte_parameters.py:458-597).
-constexpr int64_t kMaxRows = 131072;  // B * S
-constexpr int64_t kMaxH = 20705;
 // An x4 element holds 4 values of the contraction; an MX block is 32 of them (8 partitions).
 constexpr int64_t kX4Values = 4;
 constexpr int64_t kBlockValues = mx::kBlockValues;
@@ -472,9 +470,8 @@ void ValidateOutputProjectionCteMx(const OutputProjectionCteParams& p, int lnc,
                       "configs/hardware/trn3.textproto"),
                ErrorCode::kNotSupported);
   }
-  const Shape out_shape = OutputProjectionCteOutputShape(p.attention, p.weight);
-  const int64_t b = p.attention.dim(0), n = p.attention.dim(1), d = p.attention.dim(2);
-  const int64_t s = p.attention.dim(3), h = p.weight.dim(1), k = n * d;
+  OutputProjectionCteOutputShape(p.attention, p.weight);  // the ranks, before any dim is read
+  const int64_t n = p.attention.dim(1), d = p.attention.dim(2), h = p.weight.dim(1), k = n * d;
   check.Require(p.attention.dtype() == DType::kBFloat16 || p.attention.dtype() == DType::kFloat16,
                 StrCat("attention dtype ", DTypeName(p.attention.dtype()), ": quantization_type ",
                        mode, " needs bf16 or fp16 attention (quantize_mx's input)"));
@@ -496,15 +493,7 @@ void ValidateOutputProjectionCteMx(const OutputProjectionCteParams& p, int lnc,
                     "[N * D / 4, H] (4 values of N*D per x4 element)");
   check.ExpectContiguous("weight", p.weight);
   ValidateScales(check, p, k, h, profile.partitions());
-  check.ExpectAtMost("B * S", b * s, kMaxRows, "the reference kernel's row limit");
-  check.ExpectAtMost("H", h, kMaxH, "the reference kernel's hidden-size limit");
-  check.ExpectHShardable(h, lnc);
-  if (p.bias.valid()) {
-    check.ExpectShape("bias", p.bias, {1, h}, "[1, H]");
-    check.ExpectFloat("bias", p.bias);
-  }
-  check.ExpectShape("out", p.out, out_shape, "[B, S, H]");
-  check.ExpectFloat("out", p.out);
+  CheckCteRowsColumnsAndOutput(check, p, lnc);
 }
 
 void OutputProjectionCteMxKernel(const KernelContext& ctx, const OutputProjectionCteParams& p) {

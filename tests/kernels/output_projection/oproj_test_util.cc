@@ -110,6 +110,14 @@ std::string CaseName(const ::testing::TestParamInfo<OprojTestCase>& info) {
   return info.param.name;
 }
 
+void ExpectNoCoreToCoreTraffic(const LogicalCore& lnc) {
+  EXPECT_EQ(CountInstructions(lnc, "sendrecv"), 0);
+  EXPECT_EQ(CountInstructions(lnc, "core_barrier"), 0);
+  for (int i = 0; i < lnc.lnc(); ++i) {
+    EXPECT_EQ(lnc.core(i).Summary().busy_ns[EngineIndex(Engine::kLink)], 0.0) << "core " << i;
+  }
+}
+
 int64_t CountInstructions(const LogicalCore& lnc, const std::string& name) {
   int64_t count = 0;
   for (int i = 0; i < lnc.lnc(); ++i) {

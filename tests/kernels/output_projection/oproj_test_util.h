@@ -81,4 +81,7 @@ std::string CaseName(const ::testing::TestParamInfo<OprojTestCase>& info);
 // Instruction records named `name` over every physical core.
 int64_t CountInstructions(const LogicalCore& lnc, const std::string& name);
 
+// The H-shard property: no sendrecv, no core_barrier and no link time on any core.
+void ExpectNoCoreToCoreTraffic(const LogicalCore& lnc);
+
 }  // namespace nkisim::kernels::testing
