@@ -1,5 +1,7 @@
 #include "launcher/commands/pack_weights.h"
 
+#include "launcher/commands/kernel_io.h"
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -52,7 +54,8 @@ kernels::MxWeightLayout ParseLayout(const std::string& name) {
 }
 
 // The numpy container of an x4 dtype in the files: uint32 for the fp8 x4s, uint16 for fp4.
-DType ContainerOf(DType x4) { return SizeOf(x4) == 4 ? DType::kUInt32 : DType::kUInt16; }
+// The .npy label of an x4 container: the one kernel_io.h exchanges it as.
+DType ContainerOf(DType x4) { return NpyExchangeView(TensorView::Create({1}, x4)).dtype(); }
 
 [[noreturn]] void BadInput(const char* flag, const std::string& path, const TensorView& t,
                            const std::string& rule) {
@@ -101,7 +104,7 @@ void Pack(const Options& o) {
       at = i;
     }
   }
-  WriteNpy(o.out_weights, packed.data.bitcast(ContainerOf(x4)));
+  WriteNpy(o.out_weights, NpyExchangeView(packed.data));
   WriteNpy(o.out_scales, packed.scales);
   std::string error_text =
       worst < 0 ? std::string("no finite weights")
