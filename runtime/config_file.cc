@@ -10,6 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "runtime/error.h"
@@ -45,7 +46,12 @@ void ParseConfigText(const std::string& text, const std::string& source,
   google::protobuf::TextFormat::Parser parser;
   FirstError errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.MergeFromString(text, message)) {
+  // Parse (not Merge) into a fresh message first: Parse refuses a non-repeated field or a oneof
+  // given twice, where Merge lets the last one win silently. (A proto3 scalar has no presence, so
+  // a first occurrence that holds its zero value cannot be told from an absent one.) The merge
+  // then keeps explicit zeros over the defaults already in `message`.
+  std::unique_ptr<google::protobuf::Message> fresh(message->New());
+  if (!parser.ParseFromString(text, fresh.get()) || !parser.MergeFromString(text, message)) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
   }
 }

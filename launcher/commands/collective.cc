@@ -520,6 +520,13 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
       }
       return;
     }
+    if (cmd->count("--ranks") > 0) {
+      // Without --model-only the world size is mpirun's -np; a --ranks that did nothing would
+      // let a user believe they priced N ranks.
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat("collective: --ranks ", o->ranks,
+                   " applies to --model-only only (a launched sweep runs on mpirun's ranks)"));
+    }
     MPI_Init(nullptr, nullptr);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

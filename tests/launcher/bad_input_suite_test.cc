@@ -233,6 +233,7 @@ std::vector<Case> Cases() {
   add("collective flags", "coll_ranks_negative", "collective all_gather --model-only --ranks -1", {}, 11, "--ranks -1 must be in [1, 16384]");
   add("collective flags", "coll_ranks_over_limit", "collective all_gather --model-only --ranks 20000", {}, 11, "--ranks 20000 must be in [1, 16384]");
   add("collective flags", "coll_ranks_huge", "collective all_gather --model-only --ranks 99999999999", {}, 2, "--ranks = 99999999999");
+  add("collective flags", "coll_ranks_without_model_only", "collective all_gather --ranks 64", {}, 11, "--ranks 64 applies to --model-only only");
   add("collective flags", "coll_ranks_missing", "collective all_gather --model-only", {}, 11, "--ranks 0 must be in [1, 16384]");
   add("collective flags", "coll_dtype_unknown", coll + "-d fp64", {}, 11, "unknown name 'fp64'");
   add("collective flags", "coll_reduction_unknown", coll + "--reduction foo", {}, 2, "--reduction: foo not in");
@@ -337,6 +338,8 @@ std::vector<Case> Cases() {
   topo("batch_shard_iota_size", kTopo + "replica_groups { name: \"gqa\" contiguous { group_size: 4 } } batch_shard { replica_group: \"gqa\" batch: 8 iota_workers: [0, 1] }", "batch_shard.iota_workers: 2 entries");
   topo("placement_size", "lnc: 2 world_size: 4 placement { chip_of_rank: [0, 1] } replica_groups { name: \"tp\" contiguous { group_size: 4 } }", "placement.chip_of_rank: 2 entries; needs one per rank");
   topo("placement_chip_huge", "lnc: 2 world_size: 4 placement { chip_of_rank: [0, 1, 2, 99999999] } replica_groups { name: \"tp\" contiguous { group_size: 4 } }", "chip 99999999 must be below 65536");
+  topo("field_twice", "lnc: 2 world_size: 8 world_size: 16 " + kTp8, "Non-repeated field \"world_size\" is specified multiple times");
+  topo("oneof_twice", kTopo + "replica_groups { name: \"tp\" contiguous { group_size: 8 } strided { group_size: 8 } }", "another member of oneof");
   add("topology", "topo_json_unknown_field", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, \"lnc\": 2, \"nope\": 1}")}, 14, "JSON: nope: Cannot find field");
   add("topology", "topo_json_truncated", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, ")}, 14, "JSON: Unexpected end of string");
   add("topology", "topo_empty_file", "validate $T/t.textproto", {Text("t.textproto", "")}, 14, "plans: none given");
@@ -345,6 +348,7 @@ std::vector<Case> Cases() {
   auto scen = [&](const std::string& name, const std::string& body, const std::string& message) {
     add("scenario", "scen_" + name, "validate $T/s.textproto", {Text("s.textproto", body)}, 14, message);
   };
+  scen("field_twice", "workload: \"decode\" workload: \"prefill\" " + kPlan + kModel + kRows, "Non-repeated field \"workload\" is specified multiple times");
   scen("workload_unknown", "workload: \"bogus\" " + kPlan + kModel + kRows, "workload: 'bogus' is not one of decode, prefill");
   scen("hidden_not_128", kPlan + "model { hidden: 500 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } " + kRows, "model.hidden: 500 must be a positive multiple of 128");
   scen("kv_heads_not_divisor", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 3 d_head: 64 } " + kRows, "model.n_kv_heads: 3 must be positive and divide n_q_heads (8)");
@@ -417,6 +421,7 @@ std::vector<Case> Cases() {
   auto profile = [&](const std::string& name, const std::string& body, const std::string& message) {
     add("profile", "profile_" + name, qkv + "--h 1024 --profile $T/p.textproto", {Text("p.textproto", body)}, 14, message);
   };
+  profile("field_twice", "pe_freq_ghz: 2.4 pe_freq_ghz: 1.2", "Non-repeated field \"pe_freq_ghz\" is specified multiple times");
   profile("freq_zero", "pe_freq_ghz: 0", "field 'pe_freq_ghz' is 0; it must be finite, > 0");
   profile("freq_negative", "pe_freq_ghz: -1", "field 'pe_freq_ghz' is -1");
   profile("freq_nan", "pe_freq_ghz: nan", "field 'pe_freq_ghz' is nan");
