@@ -52,6 +52,11 @@ CollectiveResult Advance(RankContext& ctx, const char* name, double start, doubl
   const double end = start + cost;
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
+  if (!clock.keeps_records()) {  // a host-timed loop: only the totals
+    clock.Record(name, Engine::kCollective, start, end, bytes, 0, {});
+    for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
+    return {start, end, bytes, algorithm, reason};
+  }
   // "algorithm=mesh [4, 1024]bf16", formatted without streams: this sits on every call.
   char operands[104];
   int at = algorithm.empty() ? 0 : std::snprintf(operands, sizeof(operands), "algorithm=%s ", algorithm.c_str());

@@ -38,6 +38,11 @@ void Timeline::Occupy(Engine e, double start_ns, double end_ns) {
 
 void Timeline::Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
                       int64_t flops, std::string_view shapes) {
+  ++instructions_;
+  flops_ += flops;
+  if (IsDma(e)) dma_bytes_ += bytes;
+  last_end_ns_ = std::max(last_end_ns_, end_ns);
+  if (!keep_records_) return;
   InstructionRecord r{name, e, start_ns, end_ns, bytes, flops, {}};
   const size_t n = std::min(shapes.size(), r.shapes.size() - 1);
   std::memcpy(r.shapes.data(), shapes.data(), n);
@@ -49,12 +54,10 @@ CoreSummary Timeline::Summarize(int core_id, const HardwareProfile& profile) con
   CoreSummary s;
   s.core_id = core_id;
   s.busy_ns = busy_ns_;
-  s.instructions = static_cast<int64_t>(records_.size());
-  for (const InstructionRecord& r : records_) {
-    s.sim_time_ns = std::max(s.sim_time_ns, r.end_ns);
-    s.flops += r.flops;
-    if (IsDma(r.engine)) s.dma_bytes += r.bytes;
-  }
+  s.instructions = instructions_;
+  s.sim_time_ns = last_end_ns_;
+  s.flops = flops_;
+  s.dma_bytes = dma_bytes_;
   s.peak_tflops = PeakBf16Tflops(profile);
   s.achieved_tflops = s.sim_time_ns > 0 ? s.flops / s.sim_time_ns / 1000.0 : 0.0;
   return s;

@@ -72,6 +72,12 @@ class Timeline {
   void Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
               int64_t flops, std::string_view shapes);
 
+  // Without kept records (a long host-timed loop that writes no trace), Record only adds to the
+  // totals Summarize reports, so memory stays flat however many instructions run; callers may
+  // skip formatting `shapes` then. Kept by default.
+  void set_keep_records(bool keep) { keep_records_ = keep; }
+  bool keeps_records() const { return keep_records_; }
+  // Every record since the start (empty when records are not kept).
   const std::vector<InstructionRecord>& records() const { return records_; }
   CoreSummary Summarize(int core_id, const HardwareProfile& profile) const;
 
@@ -79,6 +85,10 @@ class Timeline {
   std::array<double, kNumEngines> free_at_{};
   std::array<double, kNumEngines> busy_ns_{};
   std::vector<InstructionRecord> records_;
+  bool keep_records_ = true;
+  // Totals over every Record call, kept or not.
+  int64_t instructions_ = 0, flops_ = 0, dma_bytes_ = 0;
+  double last_end_ns_ = 0;
 };
 
 // Multi-line human summary with units, e.g. "core 0: simulated time 1234.5 ns ...".

@@ -1,5 +1,4 @@
 // The rank side of `nkisim run`: one MPI process, one logical core, the scenario's phases.
-#include <malloc.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "launcher/job/run_job.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
+#include "runtime/host_memory.h"
 #include "runtime/sim_mode.h"
 
 namespace nkisim::launcher {
@@ -37,10 +37,7 @@ std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
 int RunRank(const RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SetSimMode(o.timing_only ? SimMode::kTimingOnly : SimMode::kFunctional);
-  // Many ranks share the host's memory: buffers of 256 KiB and more (weights, caches, fp64
-  // goldens) are mapped and unmapped on their own, so their pages go back to the system when
-  // freed instead of staying in the heap as glibc's self-raising threshold would keep them.
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  SetRankMemoryPolicy();  // runtime/host_memory.h: reuse freed buffers within a phase
   MPI_Init(nullptr, nullptr);
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

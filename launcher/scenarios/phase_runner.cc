@@ -7,6 +7,7 @@
 
 #include "kernels/reference/compare.h"
 #include "runtime/error.h"
+#include "runtime/host_memory.h"
 
 namespace nkisim::launcher {
 
@@ -76,7 +77,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   const double sim_start = lnc_.now();
   const auto host_start = std::chrono::steady_clock::now();
   InjectFault(name);
-  const PhaseOutput out = body();
+  PhaseOutput out = body();
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
 
@@ -101,6 +102,9 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_algorithm(AlgorithmsSince(lnc_, first_record));
   Progress(name, true);
   current_.clear();
+  // The phase's buffers are free now: keep a little of the heap for reuse, not the phase's peak.
+  out = PhaseOutput();
+  ReturnFreeHeap();
 }
 
 }  // namespace nkisim::launcher

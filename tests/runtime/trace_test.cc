@@ -13,8 +13,9 @@
 namespace nkisim {
 namespace {
 
-Timeline TwoInstructions() {
+Timeline TwoInstructions(bool keep_records = true) {
   Timeline t;
+  t.set_keep_records(keep_records);
   t.Occupy(Engine::kPE, 0, 238.5);
   t.Record("nc_matmul", Engine::kPE, 0, 238.5, 1000, 16777216, "dst[128,512]fp32");
   t.Occupy(DmaQueue(3), 100, 4900);
@@ -81,6 +82,18 @@ TEST(TimelineTest, SummaryCountsBusyTimeFlopsAndBytes) {
   EXPECT_NE(text.find("simulated time 4900.0 ns"), std::string::npos);
   EXPECT_NE(text.find("TFLOP/s"), std::string::npos);
   EXPECT_NE(text.find("busy %"), std::string::npos);
+}
+
+TEST(TimelineTest, WithoutKeptRecordsTheSummaryIsTheSame) {
+  const Timeline kept = TwoInstructions(true), totals = TwoInstructions(false);
+  EXPECT_EQ(kept.records().size(), 2u);
+  EXPECT_TRUE(totals.records().empty());
+  const CoreSummary a = kept.Summarize(0, Trn2Profile()), b = totals.Summarize(0, Trn2Profile());
+  EXPECT_DOUBLE_EQ(b.sim_time_ns, a.sim_time_ns);
+  EXPECT_EQ(b.instructions, a.instructions);
+  EXPECT_EQ(b.flops, a.flops);
+  EXPECT_EQ(b.dma_bytes, a.dma_bytes);
+  EXPECT_EQ(FormatSummary(b), FormatSummary(a));
 }
 
 TEST(TraceTest, CoresOfOneProcessGetTheirOwnEngineThreads) {

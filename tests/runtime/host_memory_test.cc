@@ -1,0 +1,33 @@
+#include "runtime/host_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace nkisim {
+namespace {
+
+// Frees `count` touched blocks of `bytes` each (below the mmap threshold, so they stay in the
+// heap once the policy is set).
+void AllocateTouchAndFree(size_t count, size_t bytes) {
+  std::vector<std::unique_ptr<char[]>> blocks;
+  for (size_t i = 0; i < count; ++i) {
+    blocks.emplace_back(new char[bytes]);
+    std::memset(blocks.back().get(), 1, bytes);
+  }
+}
+
+TEST(HostMemoryTest, FreedBlocksStayInTheHeapUntilTheyExceedWhatARankKeeps) {
+  SetRankMemoryPolicy();
+  AllocateTouchAndFree(8, size_t{1} << 20);  // 8 MiB: kept for reuse
+  EXPECT_GE(FreeHeapBytes(), size_t{8} << 20);
+  EXPECT_FALSE(ReturnFreeHeap(FreeHeapBytes()));  // not more than the budget: left alone
+  AllocateTouchAndFree(96, size_t{1} << 20);      // 96 MiB of 1 MiB blocks, all below the threshold
+  EXPECT_GE(FreeHeapBytes(), size_t{96} << 20);
+  EXPECT_TRUE(ReturnFreeHeap());                  // more than kRankKeepFreeHeapBytes: returned
+}
+
+}  // namespace
+}  // namespace nkisim
