@@ -63,15 +63,9 @@ RunResult RunNkisim(const std::string& name, const std::string& config_text) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output, seconds};
 }
 
-// The small shipped config plus `extra`. A config gives `control` at most once, so a control block
-// in `extra` replaces the file's own control line.
+// The small shipped config plus `extra` (whose control block replaces the file's).
 std::string SmallConfig(const std::string& extra = "") {
-  std::string base = ReadFile(kSource + "/configs/small_8ranks.textproto");
-  if (extra.find("control {") != std::string::npos) {
-    const size_t at = base.find("\ncontrol {");
-    if (at != std::string::npos) base.erase(at + 1, base.find('\n', at + 1) - at);
-  }
-  return base + extra;
+  return nkisim::testing::OverrideConfig(ReadFile(kSource + "/configs/small_8ranks.textproto"), extra);
 }
 
 TEST(RunE2eTest, EightRanksBothScenariosPassWithReportAndTrace) {

@@ -13,6 +13,7 @@
 
 #include "runtime/error.h"
 #include "tests/launcher/bad_plans.h"
+#include "tests/testing/files.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -47,7 +48,7 @@ TEST(ScenarioConfigTest, BadFieldsAreRefusedWithFieldValueAndRule) {
       {"control { stall_timeout_s: nan }", "control.stall_timeout_s: nan must be in"},
       {"control { stall_timeout_s: inf }", "control.stall_timeout_s: inf must be in"},
       {"control { startup_timeout_s: -5 }", "control.startup_timeout_s: -5 must be in"},
-      {"control { heartbeat_s: 30 }", "heartbeat_s: 30 must be below stall_timeout_s (20)"},
+      {"control { heartbeat_s: 30 stall_timeout_s: 20 }", "heartbeat_s: 30 must be below stall_timeout_s (20)"},
       {"control { port: 70000 }", "control.port: 70000 must be in [0, 65535]"},
       {"tolerances { key: \"atention\" value { atol: 1 } }", "tolerances: 'atention' is not a phase"},
       {"tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be finite and >= 0"},
@@ -59,7 +60,7 @@ TEST(ScenarioConfigTest, BadFieldsAreRefusedWithFieldValueAndRule) {
   };
   for (const auto& c : cases) {
     try {
-      ResolveScenario(SmallConfig() + c.extra + "\n", "bad");
+      ResolveScenario(testing::OverrideConfig(SmallConfig(), std::string(c.extra) + "\n"), "bad");
       ADD_FAILURE() << c.extra << " was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << c.extra;

@@ -29,6 +29,12 @@ const char* kBase =
     "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 4 kv_length: 128 "
     "seed: 3 }\n";
 
+// kBase with another seed and more fields inside its block (a config gives `base` once).
+std::string BaseWith(const std::string& inside, int seed = 3) {
+  return "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 4 "
+         "kv_length: 128 seed: " + std::to_string(seed) + " " + inside + " }\n";
+}
+
 std::string BadConfigMessage(const std::string& text) {
   return testing::ErrorMessageOf(ErrorCode::kBadConfig, [&] { ResolveSweep(text, "s.textproto"); });
 }
@@ -87,7 +93,7 @@ TEST(SweepConfigTest, LncAlgorithmAndProfileAxesWriteThePointScenario) {
   const std::string profile = (std::filesystem::temp_directory_path() / "nkisim_sweep_profile.textproto").string();
   std::ofstream(profile) << "collective_step_latency_ns: 900\n";
   const ResolvedSweep s = ResolveSweep(
-      std::string(kBase) + "base { topology { lnc: 2 } }\nplans { tp: 8 } lnc: [1, 2]\n"
+      BaseWith("topology { lnc: 2 }") + "plans { tp: 8 } lnc: [1, 2]\n"
                            "algorithm: [\"ring\", \"mesh\"]\nhardware_profile: [\"" + profile + "\"]\n",
       "s.textproto");
   ASSERT_EQ(s.points.size(), 4u);
@@ -124,7 +130,7 @@ TEST(SweepConfigTest, FingerprintsFollowWhatTheResultDependsOn) {
   const std::string axes = "plans { tp: 8 } plans { tp: 8 attention_dp: 2 } batch: [4, 8]\n";
   const ResolvedSweep a = ResolveSweep(std::string(kBase) + axes, "a.textproto");
   const ResolvedSweep again = ResolveSweep(std::string(kBase) + axes, "b.textproto");
-  const ResolvedSweep seed = ResolveSweep(std::string(kBase) + "base { seed: 4 }\n" + axes, "a.textproto");
+  const ResolvedSweep seed = ResolveSweep(BaseWith("", 4) + axes, "a.textproto");
   std::set<std::string> distinct;
   for (size_t i = 0; i < a.points.size(); ++i) {
     EXPECT_EQ(a.points[i].fingerprint.size(), 16u);

@@ -213,7 +213,9 @@ TEST(SweepE2eTest, SmallSweepWritesTableVerdictPlotsAndResumes) {
 
   // A changed base makes the recorded points stale: they run again.
   const std::string changed = dir + "/changed.textproto";
-  std::ofstream(changed) << ReadFile(sweep) << "\nbase { seed: 12 }\n";
+  std::string text = ReadFile(sweep);
+  ASSERT_NE(text.find("seed: 11"), std::string::npos) << sweep;
+  std::ofstream(changed) << text.replace(text.find("seed: 11"), 8, "seed: 12");
   const CommandResult stale = Sweep(changed, "--functional --resume --no-plots --out " + out);
   ASSERT_EQ(stale.exit_code, 0) << stale.output;
   EXPECT_THAT(stale.output, HasSubstr("8 points, 8 to run in 4 jobs (0 reused)"));
