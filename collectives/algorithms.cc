@@ -438,7 +438,7 @@ Schedule KangaRingSchedule(CollectiveOp op, const GroupPlacement& g, double,
       rs[np - 1].transfers.push_back({{secondary[i]}, primary[i], {chunk(primary[i])}, true, false});
       rs[np - 1].transfers.push_back({{primary[i]}, secondary[i], {chunk(secondary[i])}, true, false});
     }
-    MergeSteps(rs_steps, 0, rs);
+    MergeSteps(rs_steps, 0, std::move(rs));
     // All-gather: the pair swaps its chunks and the primary writes both downstream; then each
     // primary forwards what it received to the next primary and, from the same read, to its
     // secondary.
@@ -461,7 +461,7 @@ Schedule KangaRingSchedule(CollectiveOp op, const GroupPlacement& g, double,
         ag[k].transfers.push_back({{primary[i]}, secondary[i], pair_chunks(c), false, k + 1 < np});
       }
     }
-    MergeSteps(ag_steps, 0, ag);
+    MergeSteps(ag_steps, 0, std::move(ag));
   }
   if (op != CollectiveOp::kAllGather) Append(s.steps, std::move(rs_steps));
   if (op != CollectiveOp::kReduceScatter) Append(s.steps, std::move(ag_steps));
@@ -516,21 +516,21 @@ Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double b
     if (std::string(inner.row->name) == "kangaring") inner.row = FindAlgorithm("rdh");
     if (!inner.row->accepts(sub).empty()) inner.row = FindAlgorithm("ring");
     std::vector<Step> steps;
-    for (int i = 0; i < count; ++i) {
-      // Every instance has the same shape: reuse the first one's schedule, relabelled.
-      const Schedule v = BuildSchedule(*inner.row, sub_op, sub, bytes, profile);
-      MergeSteps(steps, 0, Lift(v.steps, instances[i], peers));
-    }
+    // Every instance has the same shape: the first one's schedule, relabelled for each.
+    const Schedule v = BuildSchedule(*inner.row, sub_op, sub, bytes, profile);
+    steps.resize(v.steps.size());
+    for (size_t k = 0; k < v.steps.size(); ++k) steps[k].transfers.reserve(count * v.steps[k].transfers.size());
+    for (int i = 0; i < count; ++i) MergeSteps(steps, 0, Lift(v.steps, instances[i], peers));
     for (Step& st : steps) st.label = StrCat("hierarchical/", inner.row->name, ": ", st.label);
     return steps;
   };
   auto inter = [&](bool gather) {
     std::vector<Step> steps;
-    for (int li = 0; li < per; ++li) {
-      const std::vector<Step> v = gather ? RingAllGather(count, "hierarchical: inter-instance ring")
-                                         : RingReduceScatter(count, "hierarchical: inter-instance ring");
-      MergeSteps(steps, 0, Lift(v, peers[li], Singletons(peers[li])));
-    }
+    const std::vector<Step> v = gather ? RingAllGather(count, "hierarchical: inter-instance ring")
+                                       : RingReduceScatter(count, "hierarchical: inter-instance ring");
+    steps.resize(v.size());
+    for (size_t k = 0; k < v.size(); ++k) steps[k].transfers.reserve(per * v[k].transfers.size());
+    for (int li = 0; li < per; ++li) MergeSteps(steps, 0, Lift(v, peers[li], Singletons(peers[li])));
     return steps;
   };
   if (op != CollectiveOp::kAllGather) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "runtime/error.h"
 
@@ -197,13 +198,17 @@ std::string CheckSchedule(const Schedule& s) {
   return "";
 }
 
-void MergeSteps(std::vector<Step>& outer, size_t first_step, const std::vector<Step>& inner) {
+void MergeSteps(std::vector<Step>& outer, size_t first_step, std::vector<Step> inner) {
   if (outer.size() < first_step + inner.size()) outer.resize(first_step + inner.size());
   for (size_t k = 0; k < inner.size(); ++k) {
     Step& into = outer[first_step + k];
-    if (into.label.empty()) into.label = inner[k].label;
-    into.transfers.insert(into.transfers.end(), inner[k].transfers.begin(),
-                          inner[k].transfers.end());
+    if (into.label.empty()) into.label = std::move(inner[k].label);
+    if (into.transfers.empty() && into.transfers.capacity() < inner[k].transfers.size()) {
+      into.transfers = std::move(inner[k].transfers);
+    } else {
+      into.transfers.insert(into.transfers.end(), std::make_move_iterator(inner[k].transfers.begin()),
+                            std::make_move_iterator(inner[k].transfers.end()));
+    }
   }
 }
 
@@ -220,7 +225,11 @@ std::vector<Step> Lift(const std::vector<Step>& virtual_steps, const std::vector
       t.reduce = vt.reduce;
       t.shares_read = vt.shares_read;
       t.dst = members[vt.dst];
+      t.srcs.reserve(vt.srcs.size());
       for (int src : vt.srcs) t.srcs.push_back(members[src]);
+      size_t chunks = 0;
+      for (int vc : vt.chunks) chunks += chunk_sets[vc].size();
+      t.chunks.reserve(chunks);
       for (int vc : vt.chunks) {
         t.chunks.insert(t.chunks.end(), chunk_sets[vc].begin(), chunk_sets[vc].end());
       }

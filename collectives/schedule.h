@@ -75,7 +75,7 @@ std::string CheckSchedule(const Schedule& s);
 
 // Appends `inner`'s steps to `outer` step by step: inner step k is merged into outer step
 // first_step + k (created as needed). Used to run sub-schedules of disjoint sub-groups at once.
-void MergeSteps(std::vector<Step>& outer, size_t first_step, const std::vector<Step>& inner);
+void MergeSteps(std::vector<Step>& outer, size_t first_step, std::vector<Step> inner);
 
 // A schedule written for a virtual group (v members, one chunk each) lifted into a real one:
 // virtual member i is real position members[i]; virtual chunk j stands for real chunks

@@ -21,6 +21,7 @@
 #include "launcher/commands/batch_shard.h"
 #include "launcher/commands/common_options.h"
 #include "runtime/error.h"
+#include "runtime/host_memory.h"
 #include "runtime/sim_mode.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -421,6 +422,9 @@ int RunSweep(const Options& o) {
 
 // --model-only: the sweep priced from the schedules alone, for any world size, without MPI.
 int RunModelOnly(const Options& o) {
+  // Each size builds and drops a schedule of up to millions of chunk entries: reuse that memory
+  // from size to size instead of faulting in fresh pages each time.
+  SetRankMemoryPolicy();
   const OpSpec& op = *FindOp(o.op);
   if (o.op == "batch_shard") {
     Raise(ErrorCode::kInvalidArgument,
