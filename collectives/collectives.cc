@@ -52,19 +52,17 @@ CollectiveResult Advance(RankContext& ctx, const char* name, double start, doubl
   const double end = start + cost;
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
-  if (!clock.keeps_records()) {  // a host-timed loop: only the totals
-    clock.Record(name, Engine::kCollective, start, end, bytes, 0, {});
-    for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
-    return {start, end, bytes, algorithm, reason};
+  // "algorithm=mesh [4, 1024]bf16", formatted without streams: this sits on every call. A
+  // host-timed loop keeps no records, so it skips the formatting.
+  char operands[104] = "";
+  if (clock.keeps_records()) {
+    int at = algorithm.empty() ? 0 : std::snprintf(operands, sizeof(operands), "algorithm=%s ", algorithm.c_str());
+    for (size_t i = 0; i < shape_of.shape().size() && at < 80; ++i) {
+      at += std::snprintf(operands + at, sizeof(operands) - at, "%s%lld", i ? ", " : "[",
+                          static_cast<long long>(shape_of.shape()[i]));
+    }
+    std::snprintf(operands + at, sizeof(operands) - at, "]%s", DTypeName(shape_of.dtype()));
   }
-  // "algorithm=mesh [4, 1024]bf16", formatted without streams: this sits on every call.
-  char operands[104];
-  int at = algorithm.empty() ? 0 : std::snprintf(operands, sizeof(operands), "algorithm=%s ", algorithm.c_str());
-  for (size_t i = 0; i < shape_of.shape().size() && at < 80; ++i) {
-    at += std::snprintf(operands + at, sizeof(operands) - at, "%s%lld", i ? ", " : "[",
-                        static_cast<long long>(shape_of.shape()[i]));
-  }
-  std::snprintf(operands + at, sizeof(operands) - at, "]%s", DTypeName(shape_of.dtype()));
   clock.Record(name, Engine::kCollective, start, end, bytes, 0, operands);
   for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
   return {start, end, bytes, algorithm, reason};
