@@ -518,8 +518,7 @@ Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double b
     std::vector<Step> steps;
     // Every instance has the same shape: the first one's schedule, relabelled for each.
     const Schedule v = BuildSchedule(*inner.row, sub_op, sub, bytes, profile);
-    steps.resize(v.steps.size());
-    for (size_t k = 0; k < v.steps.size(); ++k) steps[k].transfers.reserve(count * v.steps[k].transfers.size());
+    ReserveMerged(steps, v.steps, count);
     for (int i = 0; i < count; ++i) MergeSteps(steps, 0, Lift(v.steps, instances[i], peers));
     for (Step& st : steps) st.label = StrCat("hierarchical/", inner.row->name, ": ", st.label);
     return steps;
@@ -528,8 +527,7 @@ Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double b
     std::vector<Step> steps;
     const std::vector<Step> v = gather ? RingAllGather(count, "hierarchical: inter-instance ring")
                                        : RingReduceScatter(count, "hierarchical: inter-instance ring");
-    steps.resize(v.size());
-    for (size_t k = 0; k < v.size(); ++k) steps[k].transfers.reserve(per * v[k].transfers.size());
+    ReserveMerged(steps, v, per);
     for (int li = 0; li < per; ++li) MergeSteps(steps, 0, Lift(v, peers[li], Singletons(peers[li])));
     return steps;
   };

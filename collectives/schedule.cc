@@ -203,12 +203,15 @@ void MergeSteps(std::vector<Step>& outer, size_t first_step, std::vector<Step> i
   for (size_t k = 0; k < inner.size(); ++k) {
     Step& into = outer[first_step + k];
     if (into.label.empty()) into.label = std::move(inner[k].label);
-    if (into.transfers.empty() && into.transfers.capacity() < inner[k].transfers.size()) {
-      into.transfers = std::move(inner[k].transfers);
-    } else {
-      into.transfers.insert(into.transfers.end(), std::make_move_iterator(inner[k].transfers.begin()),
-                            std::make_move_iterator(inner[k].transfers.end()));
-    }
+    into.transfers.insert(into.transfers.end(), std::make_move_iterator(inner[k].transfers.begin()),
+                          std::make_move_iterator(inner[k].transfers.end()));
+  }
+}
+
+void ReserveMerged(std::vector<Step>& outer, const std::vector<Step>& inner, size_t copies) {
+  if (outer.size() < inner.size()) outer.resize(inner.size());
+  for (size_t k = 0; k < inner.size(); ++k) {
+    outer[k].transfers.reserve(outer[k].transfers.size() + copies * inner[k].transfers.size());
   }
 }
 

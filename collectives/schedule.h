@@ -76,6 +76,9 @@ std::string CheckSchedule(const Schedule& s);
 // Appends `inner`'s steps to `outer` step by step: inner step k is merged into outer step
 // first_step + k (created as needed). Used to run sub-schedules of disjoint sub-groups at once.
 void MergeSteps(std::vector<Step>& outer, size_t first_step, std::vector<Step> inner);
+// Room in `outer` for `copies` schedules shaped like `inner` merged from step 0, so the merges
+// of a sub-schedule lifted onto many disjoint sub-groups do not regrow the steps.
+void ReserveMerged(std::vector<Step>& outer, const std::vector<Step>& inner, size_t copies);
 
 // A schedule written for a virtual group (v members, one chunk each) lifted into a real one:
 // virtual member i is real position members[i]; virtual chunk j stands for real chunks
