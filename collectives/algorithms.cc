@@ -486,13 +486,58 @@ std::string HierarchicalAccepts(const GroupPlacement& g) {
 }
 
 
-Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double bytes,
-                              const HardwareProfile& profile) {
-  Schedule s = Empty(op, g.size(), 1);
+// The members of each instance, in instance order.
+std::vector<std::vector<int>> ByInstance(const GroupPlacement& g) {
   std::map<int, std::vector<int>> by_instance;
   for (int m = 0; m < g.size(); ++m) by_instance[g.instance(m)].push_back(m);
   std::vector<std::vector<int>> instances;
-  for (auto& [inst, members] : by_instance) instances.push_back(members);
+  for (auto& [inst, members] : by_instance) instances.push_back(std::move(members));
+  return instances;
+}
+
+// The sub-group of g made of `members`, placed where they sit.
+GroupPlacement SubPlacement(const GroupPlacement& g, const std::vector<int>& members) {
+  GroupPlacement sub;
+  sub.chips_per_instance = g.chips_per_instance;
+  sub.torus_x = g.torus_x;
+  sub.torus_y = g.torus_y;
+  for (int m : members) {
+    sub.world_rank.push_back(g.world_rank[m]);
+    sub.chip.push_back(g.chip[m]);
+    sub.ranks_on_chip.push_back(g.ranks_on_chip[m]);
+  }
+  return sub;
+}
+
+// The intra-instance stage's algorithm for sub_op on one instance's sub-group: what auto would
+// pick there, with kangaring replaced by rdh and a shape the row refuses by ring.
+const AlgorithmRow* HierarchicalInner(CollectiveOp sub_op, const GroupPlacement& sub, double bytes,
+                                      const HardwareProfile& profile) {
+  const AlgorithmRow* row = ChooseAlgorithm(sub_op, sub, bytes, profile, "auto").row;
+  if (std::string(row->name) == "kangaring") row = FindAlgorithm("rdh");
+  if (!row->accepts(sub).empty()) row = FindAlgorithm("ring");
+  return row;
+}
+
+// The schedule depends on the size only through the intra-instance algorithms.
+std::string HierarchicalVariant(CollectiveOp op, const GroupPlacement& g, double bytes,
+                                const HardwareProfile& profile) {
+  const GroupPlacement sub = SubPlacement(g, ByInstance(g)[0]);
+  std::string key;
+  if (op != CollectiveOp::kAllGather) {
+    key += StrCat("rs=", HierarchicalInner(CollectiveOp::kReduceScatter, sub, bytes, profile)->name);
+  }
+  if (op != CollectiveOp::kReduceScatter) {
+    key += StrCat(key.empty() ? "" : ",", "ag=",
+                  HierarchicalInner(CollectiveOp::kAllGather, sub, bytes, profile)->name);
+  }
+  return key;
+}
+
+Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double bytes,
+                              const HardwareProfile& profile) {
+  Schedule s = Empty(op, g.size(), 1);
+  const std::vector<std::vector<int>> instances = ByInstance(g);
   const int count = static_cast<int>(instances.size());
   const int per = static_cast<int>(instances[0].size());
   // Peers: the members with one local index, one per instance.
@@ -500,27 +545,17 @@ Schedule HierarchicalSchedule(CollectiveOp op, const GroupPlacement& g, double b
   for (int li = 0; li < per; ++li) {
     for (int i = 0; i < count; ++i) peers[li].push_back(instances[i][li]);
   }
-  // The intra-instance stage: the algorithm auto would pick for one instance's sub-group, its
-  // virtual chunk li standing for the chunks of every peer of local index li.
+  const GroupPlacement sub = SubPlacement(g, instances[0]);
+  // The intra-instance stage: the inner algorithm on one instance's sub-group, its virtual chunk
+  // li standing for the chunks of every peer of local index li.
   auto intra = [&](CollectiveOp sub_op) {
-    GroupPlacement sub;
-    sub.chips_per_instance = g.chips_per_instance;
-    sub.torus_x = g.torus_x;
-    sub.torus_y = g.torus_y;
-    for (int m : instances[0]) {
-      sub.world_rank.push_back(g.world_rank[m]);
-      sub.chip.push_back(g.chip[m]);
-      sub.ranks_on_chip.push_back(g.ranks_on_chip[m]);
-    }
-    AlgorithmChoice inner = ChooseAlgorithm(sub_op, sub, bytes, profile, "auto");
-    if (std::string(inner.row->name) == "kangaring") inner.row = FindAlgorithm("rdh");
-    if (!inner.row->accepts(sub).empty()) inner.row = FindAlgorithm("ring");
+    const AlgorithmRow* inner = HierarchicalInner(sub_op, sub, bytes, profile);
     std::vector<Step> steps;
     // Every instance has the same shape: the first one's schedule, relabelled for each.
-    const Schedule v = BuildSchedule(*inner.row, sub_op, sub, bytes, profile);
+    const Schedule v = BuildSchedule(*inner, sub_op, sub, bytes, profile);
     ReserveMerged(steps, v.steps, count);
     for (int i = 0; i < count; ++i) MergeSteps(steps, 0, Lift(v.steps, instances[i], peers));
-    for (Step& st : steps) st.label = StrCat("hierarchical/", inner.row->name, ": ", st.label);
+    for (Step& st : steps) st.label = StrCat("hierarchical/", inner->name, ": ", st.label);
     return steps;
   };
   auto inter = [&](bool gather) {
@@ -574,7 +609,7 @@ const std::vector<AlgorithmRow>& Table() {
       {"kangaring", "primaries on two counter-rotating cycles; one read feeds two writes",
        ServesReductionsAndGather, KangaRingAccepts, KangaRingSchedule},
       {"hierarchical", "the intra-instance algorithm, then a ring across instances",
-       ServesReductionsAndGather, HierarchicalAccepts, HierarchicalSchedule},
+       ServesReductionsAndGather, HierarchicalAccepts, HierarchicalSchedule, HierarchicalVariant},
       {"pairwise", "all_to_all: p - 1 rounds, member i sends to i + k", ServesAllToAll,
        AcceptsAny, PairwiseSchedule},
   };
@@ -630,6 +665,12 @@ Schedule BuildSchedule(const AlgorithmRow& row, CollectiveOp op, const GroupPlac
                        double buffer_bytes, const HardwareProfile& profile) {
   if (group.size() < 2) return Empty(op, group.size(), 1);
   return row.generate(op, group, buffer_bytes, profile);
+}
+
+std::string ScheduleVariant(const AlgorithmRow& row, CollectiveOp op, const GroupPlacement& group,
+                            double buffer_bytes, const HardwareProfile& profile) {
+  if (group.size() < 2 || row.variant == nullptr) return "";
+  return row.variant(op, group, buffer_bytes, profile);
 }
 
 const AlgorithmRow* FindAlgorithm(const std::string& name) {

@@ -52,6 +52,10 @@ struct AlgorithmRow {
   std::string (*accepts)(const GroupPlacement& group);
   Schedule (*generate)(CollectiveOp op, const GroupPlacement& group, double buffer_bytes,
                        const HardwareProfile& profile);
+  // nullptr when the schedule depends on the op and the group alone; else a key naming what the
+  // size and the profile change in it (hierarchical: its intra-instance algorithms).
+  std::string (*variant)(CollectiveOp op, const GroupPlacement& group, double buffer_bytes,
+                         const HardwareProfile& profile) = nullptr;
 };
 
 // Every row, in the order of the table above.
@@ -62,6 +66,12 @@ const AlgorithmRow* FindAlgorithm(const std::string& name);
 // REQUIRES: row.serves(op) and row.accepts(group) is "" (ChooseAlgorithm checks both).
 Schedule BuildSchedule(const AlgorithmRow& row, CollectiveOp op, const GroupPlacement& group,
                        double buffer_bytes, const HardwareProfile& profile);
+// Two sizes (or profiles) with the same ScheduleVariant build the same schedule of `row` for op on
+// the group, so a cache keyed by op, row, group and variant may share it. "" for rows whose
+// schedule does not depend on the size; hierarchical: "rs=mesh,ag=mesh" (its inner algorithms).
+// REQUIRES: as BuildSchedule.
+std::string ScheduleVariant(const AlgorithmRow& row, CollectiveOp op, const GroupPlacement& group,
+                            double buffer_bytes, const HardwareProfile& profile);
 // "ring, mesh, ..." for messages and --help.
 std::string AlgorithmNames();
 

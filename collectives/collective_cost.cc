@@ -34,11 +34,10 @@ CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, doub
   plan.op = op;
   plan.algorithm = choice.row->name;
   plan.reason = choice.reason;
-  // The schedule depends on the size only through hierarchical's inner choice.
-  const bool sized = plan.algorithm == "hierarchical";
-  const std::string schedule_key = StrCat(OpName(op), "|", plan.algorithm, "|",
-                                          sized ? StrCat(buffer_bytes) : "", "|", where, "|",
-                                          sized ? profile_key : "");
+  // Sizes whose schedule is the same (ScheduleVariant) share one build.
+  const std::string schedule_key =
+      StrCat(OpName(op), "|", plan.algorithm, "|",
+             ScheduleVariant(*choice.row, op, group, buffer_bytes, profile), "|", where);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = schedules.find(schedule_key); it != schedules.end()) plan.schedule = it->second;

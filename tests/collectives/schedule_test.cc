@@ -2,6 +2,9 @@
 // ranks: a symbolic run of the schedule delivers exactly what the op promises.
 #include "collectives/schedule.h"
 
+#include <map>
+#include <string>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -161,6 +164,60 @@ TEST(ScheduleTest, ChooseAlgorithmLikeTheRuntime) {
   EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllReduce, Pick(128, Range(0, 128)), 1 << 20, p, "auto").row->name),
             "hierarchical");
   EXPECT_EQ(std::string(ChooseAlgorithm(CollectiveOp::kAllToAll, tp64, 1 << 20, p, "auto").row->name), "pairwise");
+}
+
+// Plans share schedules between sizes with the same ScheduleVariant, so that variant must name
+// everything the size changes: two sizes with one variant build identical schedules, and the
+// hierarchical sweep over 128 ranks meets more than one variant (its inner mesh, rdh, ring).
+bool SameSteps(const Schedule& a, const Schedule& b) {
+  if (a.op != b.op || a.members != b.members || a.num_chunks != b.num_chunks ||
+      a.steps.size() != b.steps.size()) {
+    return false;
+  }
+  for (size_t k = 0; k < a.steps.size(); ++k) {
+    const auto& x = a.steps[k].transfers;
+    const auto& y = b.steps[k].transfers;
+    if (a.steps[k].label != b.steps[k].label || x.size() != y.size()) return false;
+    for (size_t t = 0; t < x.size(); ++t) {
+      if (x[t].srcs != y[t].srcs || x[t].dst != y[t].dst || x[t].chunks != y[t].chunks ||
+          x[t].reduce != y[t].reduce || x[t].shares_read != y[t].shares_read) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+TEST(ScheduleTest, SizesWithOneScheduleVariantBuildTheSameSchedule) {
+  const HardwareProfile& p = Trn2Profile();
+  const GroupPlacement w128 = Pick(128, Range(0, 128));
+  const AlgorithmRow& hier = *FindAlgorithm("hierarchical");
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    std::map<std::string, Schedule> by_variant;
+    for (double bytes = 4; bytes <= (1 << 30); bytes *= 16) {
+      const std::string variant = ScheduleVariant(hier, op, w128, bytes, p);
+      SCOPED_TRACE(StrCat(OpName(op), " ", bytes, " B: ", variant));
+      EXPECT_FALSE(variant.empty());
+      const Schedule s = BuildSchedule(hier, op, w128, bytes, p);
+      auto [it, first] = by_variant.emplace(variant, s);
+      if (!first) EXPECT_TRUE(SameSteps(it->second, s));
+    }
+    EXPECT_GE(by_variant.size(), 2u) << OpName(op);
+    // The variant names the inner algorithms the step labels show.
+    for (const auto& [variant, s] : by_variant) {
+      std::string labels;
+      for (const Step& st : s.steps) labels += st.label + "\n";
+      for (const char* stage : {"rs=", "ag="}) {
+        const size_t at = variant.find(stage);
+        if (at == std::string::npos) continue;
+        const std::string inner = variant.substr(at + 3, variant.find(',', at) - at - 3);
+        EXPECT_THAT(labels, HasSubstr(StrCat("hierarchical/", inner, ":"))) << variant;
+      }
+    }
+  }
+  // Rows whose schedule ignores the size have no variant.
+  EXPECT_EQ(ScheduleVariant(*FindAlgorithm("ring"), CollectiveOp::kAllReduce, w128, 4, p), "");
+  EXPECT_EQ(ScheduleVariant(*FindAlgorithm("mesh"), CollectiveOp::kAllReduce, Pick(64, Range(0, 64)), 4, p), "");
 }
 
 TEST(ScheduleTest, ForcedAlgorithmsThatDoNotFitAreRefused) {
