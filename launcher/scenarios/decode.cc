@@ -12,6 +12,8 @@
 //   o_proj       output projection TKG (LNC 2 writes disjoint H halves)
 //   all_reduce   the TP sum of the o_proj partials over the rank's TP group
 #include <algorithm>
+#include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "collectives/batch_shard.h"
@@ -139,7 +141,7 @@ ScenarioFootprint RunDecode(PlanRun& run) {
       });
     }
 
-    // 3. Attention per KV head, this step's K / V rows written at position t_now - 1 first.
+    // 3. Attention per KV head; the kernel appends this step's K / V rows at position t_now - 1.
     TensorView attention = TensorView::Create({att_nq, cache_rows, d}, dt, "attention_out");
     run.runner.Run(StepPhase("attention", s, steps), [&] {
       std::vector<double> golden;
@@ -156,17 +158,32 @@ ScenarioFootprint RunDecode(PlanRun& run) {
           new_k = kv_att.select(0, base);
           new_v = kv_att.select(0, base + kvr);
         }
-        DmaOnCore0(lnc, k_cache[i].select(2, t_now - 1), new_k);
-        DmaOnCore0(lnc, v_cache[i].select(1, t_now - 1), new_v);
         const int64_t lo = std::max(att_q0, kv * qpk) - att_q0;
         const int64_t hi = std::min(att_q0 + att_nq, (kv + 1) * qpk) - att_q0;
+        // The kernel reads this step's token from new_k / new_v and appends them to the caches.
         const kernels::AttentionTkgParams params{q_att.slice(0, lo, hi),
                                                  k_cache[i].slice(2, 0, t_now),
-                                                 v_cache[i].slice(1, 0, t_now)};
+                                                 v_cache[i].slice(1, 0, t_now), new_k, new_v};
         kernels::ValidateAttentionTkg(params, lnc.profile());
         const TensorView out = attention.slice(0, lo, hi);
         lnc.Launch([&](const KernelContext& ctx) { kernels::AttentionTkgKernel(ctx, params, out); });
+        lnc.Launch([&](const KernelContext& ctx) { kernels::AttentionTkgAppendKernel(ctx, params); });
         if (!Functional()) continue;  // timing-only: nothing to check
+        // The append is a copy: position t_now - 1 of both caches must now hold this step's
+        // rows bit for bit (the golden below reads the caches the next steps read).
+        for (const auto& [cached, fresh, what] :
+             {std::tuple{k_cache[i].select(2, t_now - 1), new_k, "K"},
+              std::tuple{v_cache[i].select(1, t_now - 1), new_v, "V"}}) {
+          const std::vector<float> a = cached.ToFloats(), e = fresh.ToFloats();
+          for (size_t j = 0; j < e.size(); ++j) {
+            if (std::memcmp(&a[j], &e[j], sizeof(float)) != 0) {
+              Raise(ErrorCode::kInternal,
+                    StrCat("attention: KV head ", kv, ": the kernel's append left ", a[j],
+                           " at element ", j, " of ", what, " cache position ", t_now - 1,
+                           " where this step's row holds ", e[j]));
+            }
+          }
+        }
         const std::vector<double> ref = reference::AttentionTkgRef(params.q, params.k_cache, params.v_cache);
         golden.insert(golden.end(), ref.begin(), ref.end());
       }
