@@ -1,10 +1,5 @@
 #include "runtime/tile.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"
 
@@ -21,15 +16,10 @@ TileBuffer::TileBuffer(NeuronCore* core, std::shared_ptr<OnChipAllocator> alloca
   offset_ = allocator_->Allocate(StrCat("'", name_, "' ", ShapeString(full), " ", DTypeName(dtype_)),
                                  row_bytes);
   if (!Functional()) return;  // timing-only: no values, so no storage
-  data_.resize(row_bytes * static_cast<uint64_t>(partitions_));
-  if (IsFloat(dtype_) && !data_.empty()) {
-    // Uninitialised float memory reads as NaN: encode one element, then double the filled prefix.
-    const size_t width = SizeOf(dtype_);
-    FromFloat(dtype_, std::numeric_limits<float>::quiet_NaN(), data_.data());
-    for (size_t filled = width; filled < data_.size(); filled *= 2) {
-      std::memcpy(data_.data() + filled, data_.data(), std::min(filled, data_.size() - filled));
-    }
-  }
+  // Uninitialised float memory reads as NaN: all-ones bytes are a NaN in every float dtype (fp32,
+  // bf16, fp16 and the three fp8s), so one pass writes it; other dtypes read as zero.
+  data_.assign(row_bytes * static_cast<uint64_t>(partitions_),
+               IsFloat(dtype_) ? std::byte{0xFF} : std::byte{0});
 }
 
 TileBuffer::~TileBuffer() { allocator_->Free(offset_); }

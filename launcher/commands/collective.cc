@@ -346,15 +346,26 @@ int RunSweep(const Options& o) {
     double host_us = 0, mpi_us = 0, mpi_ratio = 0;
     if (o.baseline) {
       // Side by side: blocks of nkisim calls and raw MPI calls alternate, so both see the same
-      // machine (an oversubscribed host drifts). Each time is the median of its blocks' means;
-      // the ratio is the median of the ratios of neighbouring blocks, which a drift that moves
-      // both alike leaves alone.
+      // machine (an oversubscribed host drifts), and which of the pair goes first alternates
+      // too (ABBA), so neither profits from following the other. Each time is the median of its
+      // blocks' means; the ratio is the median of the ratios of neighbouring blocks, which a
+      // drift that moves both alike leaves alone.
       constexpr int kBlocks = 7;
       const int per_block = std::max(1, o.iters / kBlocks);
       std::vector<double> ours, raw, ratios;
       for (int blk = 0; blk < kBlocks; ++blk) {
-        ours.push_back(TimeUs([&] { last = c.run(); }, per_block, blk == 0 ? o.warmup : 1, MPI_COMM_WORLD));
-        raw.push_back(TimeUs(c.raw_mpi, per_block, blk == 0 ? o.warmup : 1, MPI_COMM_WORLD));
+        const int warmup = blk == 0 ? o.warmup : 1;
+        auto time_ours = [&] {
+          ours.push_back(TimeUs([&] { last = c.run(); }, per_block, warmup, MPI_COMM_WORLD));
+        };
+        auto time_raw = [&] { raw.push_back(TimeUs(c.raw_mpi, per_block, warmup, MPI_COMM_WORLD)); };
+        if (blk % 2 == 0) {
+          time_ours();
+          time_raw();
+        } else {
+          time_raw();
+          time_ours();
+        }
         ratios.push_back(ours.back() / raw.back());
       }
       std::sort(ours.begin(), ours.end());

@@ -87,8 +87,13 @@ TEST(AllocatorTest, BadTileShapesAreRefused) {
 
 TEST(TileTest, UninitialisedFloatTilesReadNaN) {
   NeuronCore core(0, Trn2Profile());
-  Tile t = core.AllocateSbuf("t", {4, 8}, DType::kBFloat16);
-  for (float v : t.ToFloats()) EXPECT_TRUE(std::isnan(v));
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kFp8E4M3,
+                      DType::kFp8E4M3FN, DType::kFp8E5M2}) {
+    Tile t = core.AllocateSbuf("t", {4, 8}, dtype);
+    for (float v : t.ToFloats()) EXPECT_TRUE(std::isnan(v)) << DTypeName(dtype) << ": " << v;
+  }
+  Tile i = core.AllocateSbuf("i", {4, 8}, DType::kInt32);
+  for (float v : i.ToFloats()) EXPECT_EQ(v, 0.0f);
 }
 
 TEST(TileTest, ViewsSliceSelectReshapeBroadcast) {
