@@ -12,6 +12,22 @@
 
 namespace nkisim {
 
+// False in a build whose sanitizer (ASan, TSan, MSan) replaces malloc: there is no glibc heap
+// to tune, SetRankMemoryPolicy() does nothing, FreeHeapBytes() is 0 and ReturnFreeHeap() returns
+// false.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kGlibcHeap = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+inline constexpr bool kGlibcHeap = false;
+#else
+inline constexpr bool kGlibcHeap = true;
+#endif
+#else
+inline constexpr bool kGlibcHeap = true;
+#endif
+
 // Buffers below this come from the heap and are reused; larger ones are mapped on their own and
 // returned to the system when freed.
 inline constexpr size_t kRankMmapThresholdBytes = size_t{32} << 20;
