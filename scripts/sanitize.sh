@@ -8,9 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 labels=${*:-unit mpi e2e}
 build_dir=${BUILD_DIR:-build-asan}
+# The sanitized build runs several times slower: the tests' CTest timeouts (tests/CMakeLists.txt)
+# and the e2e tests' wall-clock bounds, timeouts and settling sleeps (tests/testing/time_scale.h)
+# are multiplied by this.
+export NKISIM_TEST_TIME_SCALE=${NKISIM_TEST_TIME_SCALE:-6}
 flags="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DNKISIM_TEST_TIME_SCALE="$NKISIM_TEST_TIME_SCALE" >/dev/null
 cmake --build "$build_dir"
 # fast_unwind_on_malloc=0: Open MPI, PMIx and their plugins are built without frame pointers, so
 # the fast unwinder stops at their first frame ("<unknown module>") and the suppressions, which

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/testing/files.h"
+#include "tests/testing/time_scale.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ std::string StrCatForTest(const Args&... args) {
 }
 
 using nkisim::testing::ReadFile;
+using nkisim::testing::Scaled;
+using nkisim::testing::ScaledMs;
+using nkisim::testing::ScaledSeconds;
 
 std::string TempPath(const std::string& name) { return nkisim::testing::TempPath("nkisim_e2e_", name); }
 
@@ -49,7 +53,7 @@ std::string TempPath(const std::string& name) { return nkisim::testing::TempPath
 RunResult RunNkisim(const std::string& name, const std::string& config_text) {
   const std::string config = TempPath(name + ".textproto");
   std::ofstream(config) << config_text;
-  const std::string command = "timeout 120 " + std::string(NKISIM_BINARY) + " run " + config +
+  const std::string command = "timeout " + std::to_string(ScaledSeconds(120)) + " " + std::string(NKISIM_BINARY) + " run " + config +
                               " --report " + TempPath(name + ".report.json") + " --trace " +
                               TempPath(name + ".trace.json") + " 2>&1";
   const auto start = std::chrono::steady_clock::now();
@@ -113,7 +117,7 @@ TEST(RunE2eTest, DefaultSixtyFourRankJobPasses) {
 TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
   const RunResult r = RunNkisim("throw", SmallConfig("fault { kind: THROW rank: 3 phase: \"attention\" }"));
   EXPECT_EQ(r.exit_code, 17) << r.output;  // the rank's own error code: internal (injected)
-  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_LT(r.seconds, Scaled(10)) << r.output;
   EXPECT_THAT(r.output, HasSubstr("FAILED"));
   EXPECT_THAT(r.output, HasSubstr("rank 3 in phase tp2xdp4/attention"));
   EXPECT_THAT(r.output, HasSubstr("injected fault"));
@@ -122,7 +126,7 @@ TEST(RunE2eTest, RankThatThrowsStopsTheJob) {
 TEST(RunE2eTest, RankKilledBySignalStopsTheJob) {
   const RunResult r = RunNkisim("kill", SmallConfig("fault { kind: KILL rank: 5 phase: \"o_proj\" }"));
   EXPECT_EQ(r.exit_code, 15) << r.output;  // communication error
-  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_LT(r.seconds, Scaled(10)) << r.output;
   EXPECT_THAT(r.output, HasSubstr("rank 5 in phase tp2xdp4/o_proj"));
   EXPECT_THAT(r.output, HasSubstr("died"));
 }
@@ -132,7 +136,7 @@ TEST(RunE2eTest, RankThatStallsIsDetectedAfterTheTimeout) {
       "stall", SmallConfig("fault { kind: STALL rank: 2 phase: \"batch_shard\" }\n"
                            "control { stall_timeout_s: 3 }"));
   EXPECT_EQ(r.exit_code, 16) << r.output;  // timeout
-  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_LT(r.seconds, Scaled(10)) << r.output;
   EXPECT_THAT(r.output, HasSubstr("rank 2 in phase tp2xdp4/batch_shard: stalled"));
   EXPECT_THAT(r.output, HasSubstr("alive, but not waiting in a collective"));  // a hang
 }
@@ -140,7 +144,7 @@ TEST(RunE2eTest, RankThatStallsIsDetectedAfterTheTimeout) {
 TEST(RunE2eTest, MalformedConfigIsRefusedBeforeAnyRankStarts) {
   const RunResult r = RunNkisim("malformed", SmallConfig("batch: 8 }"));
   EXPECT_EQ(r.exit_code, 14) << r.output;  // bad config
-  EXPECT_LT(r.seconds, 10);
+  EXPECT_LT(r.seconds, Scaled(10));
   EXPECT_THAT(r.output, HasSubstr("malformed.textproto:"));
 }
 
@@ -243,22 +247,22 @@ TEST(RunE2eTest, StoppedRankAndKilledMpirunEndTheJob) {
         StartLauncher(c.name, SmallConfig("steps: 400\ncontrol { stall_timeout_s: 3 }\n"));
     const std::string config = TempPath(std::string(c.name) + ".textproto");
     std::vector<pid_t> targets;
-    for (int i = 0; i < 100 && targets.size() < (std::string(c.whom) == "mpirun" ? 1u : 8u); ++i) {
+    for (int i = 0; i < 100 * nkisim::testing::TimeScale() && targets.size() < (std::string(c.whom) == "mpirun" ? 1u : 8u); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       targets = ProcessesWith(config, c.whom);
     }
-    std::this_thread::sleep_for(std::chrono::seconds(2));  // the ranks are in their phases
+    std::this_thread::sleep_for(ScaledMs(2000));  // the ranks are in their phases
     ASSERT_FALSE(targets.empty()) << c.name;
     const pid_t target = targets.back();
     ASSERT_EQ(::kill(target, c.signal), 0) << c.name;
     double seconds = 0;
-    const int code = WaitExit(launcher, 30, &seconds);
+    const int code = WaitExit(launcher, Scaled(30), &seconds);
     const std::string out = ReadFile(TempPath(std::string(c.name) + ".out"));
     EXPECT_EQ(code, c.code) << c.name << "\n" << out;
-    EXPECT_LT(seconds, 3 + 10) << c.name;  // the stall timeout, then at most 10 s
+    EXPECT_LT(seconds, 3 + Scaled(10)) << c.name;  // the stall timeout, then at most 10 s
     EXPECT_THAT(out, HasSubstr(c.message)) << c.name;
     EXPECT_THAT(out, HasSubstr("rank ")) << c.name;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(ScaledMs(500));
     EXPECT_EQ(ProcessesMatching(config), 0) << c.name << ": processes of the job remain";
     ::kill(target, SIGCONT);  // in case it survived, so nothing is left stopped
   }
@@ -273,7 +277,7 @@ TEST(RunE2eTest, SignalToTheLauncherStopsTheWholeJob) {
     const pid_t launcher = StartLauncher(
         name, SmallConfig("fault { kind: STALL rank: 3 phase: \"attention\" }\n"));
     // Let the job start and the rank stall.
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::this_thread::sleep_for(ScaledMs(4000));
     const auto start = std::chrono::steady_clock::now();
     ASSERT_EQ(::kill(launcher, sig), 0);
     int status = 0;
@@ -282,12 +286,12 @@ TEST(RunE2eTest, SignalToTheLauncherStopsTheWholeJob) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
-    EXPECT_LT(seconds, 10.0);
+    EXPECT_LT(seconds, Scaled(10));
     const std::string out = ReadFile(TempPath(name + ".out"));
     EXPECT_THAT(out, HasSubstr("interrupted by"));
     EXPECT_THAT(out, HasSubstr("removed"));
     EXPECT_FALSE(std::filesystem::exists(TempPath(name + ".report.json")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(ScaledMs(500));
     EXPECT_EQ(ProcessesMatching(TempPath(name + ".textproto")), 0) << "processes of the job remain";
   }
 }
@@ -321,8 +325,8 @@ TEST(RunE2eTest, FailuresLeaveNoProcessOfTheJob) {
   for (const auto& c : cases) {
     const RunResult r = RunNkisim(c.name, SmallConfig(c.extra));
     EXPECT_EQ(r.exit_code, c.code) << c.name << "\n" << r.output;
-    EXPECT_LT(r.seconds, 10) << c.name;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_LT(r.seconds, Scaled(10)) << c.name;
+    std::this_thread::sleep_for(ScaledMs(300));
     EXPECT_EQ(ProcessesMatching(TempPath(std::string(c.name) + ".textproto")), 0)
         << c.name << ": processes of the job remain";
   }

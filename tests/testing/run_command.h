@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/testing/time_scale.h"
+
 namespace nkisim::testing {
 
 struct CommandResult {
@@ -15,9 +17,11 @@ struct CommandResult {
   std::string output;
 };
 
-// Runs `command` (through /bin/sh) under `timeout seconds`; "2>&1" is appended.
+// Runs `command` (through /bin/sh) under `timeout seconds` (scaled by NKISIM_TEST_TIME_SCALE,
+// tests/testing/time_scale.h); "2>&1" is appended.
 inline CommandResult RunCommand(const std::string& command, int timeout_seconds) {
-  const std::string line = "timeout " + std::to_string(timeout_seconds) + " " + command + " 2>&1";
+  const std::string line =
+      "timeout " + std::to_string(ScaledSeconds(timeout_seconds)) + " " + command + " 2>&1";
   FILE* pipe = popen(line.c_str(), "r");
   if (!pipe) return {-1, "popen failed: " + line};
   std::string output;
