@@ -12,6 +12,9 @@ build_dir=${BUILD_DIR:-build-asan}
 # and the e2e tests' wall-clock bounds, timeouts and settling sleeps (tests/testing/time_scale.h)
 # are multiplied by this.
 export NKISIM_TEST_TIME_SCALE=${NKISIM_TEST_TIME_SCALE:-6}
+# ASan's redzones, shadow and quarantine add to every process: the per-process memory bounds of
+# the tests (the bad-input suite's 200 MiB) are multiplied by this.
+export NKISIM_TEST_MEMORY_SCALE=${NKISIM_TEST_MEMORY_SCALE:-3}
 flags="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \

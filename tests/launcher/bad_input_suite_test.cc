@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tests/testing/files.h"
+#include "tests/testing/time_scale.h"
 
 namespace nkisim {
 namespace {
@@ -102,7 +103,7 @@ Outcome RunNkisim(const std::string& dir, const std::string& args) {
     dup2(null, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    const std::string seconds = std::to_string(kHardTimeoutSeconds);
+    const std::string seconds = std::to_string(nkisim::testing::ScaledSeconds(kHardTimeoutSeconds));
     execl("/usr/bin/timeout", "timeout", "-s", "KILL", seconds.c_str(), "/bin/sh", "-c",
           command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -497,8 +498,8 @@ TEST(BadInputSuite, EveryCaseEndsWithItsTypedExitCodeAndNamesTheProblem) {
     EXPECT_NE(r.exit_code, 0);
     EXPECT_EQ(r.exit_code, k.exit_code);
     EXPECT_THAT(r.output, ::testing::HasSubstr(message));
-    EXPECT_LT(r.seconds, kMaxSeconds);
-    EXPECT_LT(r.max_rss_kib, kMaxRssKib);
+    EXPECT_LT(r.seconds, nkisim::testing::Scaled(kMaxSeconds));
+    EXPECT_LT(r.max_rss_kib, kMaxRssKib * nkisim::testing::MemoryScale());
     if (::testing::Test::HasFailure() && !before) ++failed;
     if (r.seconds > max_seconds) max_seconds = r.seconds, slowest = k.name;
     if (r.max_rss_kib > max_rss) max_rss = r.max_rss_kib, largest = k.name;

@@ -1,4 +1,4 @@
-// Wall-clock bounds of the end-to-end and CLI tests, scaled for slow builds.
+// Wall-clock (and memory) bounds of the end-to-end and CLI tests, scaled for slow builds.
 //
 // NKISIM_TEST_TIME_SCALE (default 1) multiplies every wall-clock limit, hard timeout and settling
 // sleep of those tests: a sanitizer build (scripts/sanitize.sh sets 6) runs several times slower
@@ -13,20 +13,28 @@
 
 namespace nkisim::testing {
 
-// The factor; aborts the test binary with a message naming the variable unless it is a number in
-// [1, 100].
+// The factor in environment variable `name` (1 when unset); aborts the test binary with a
+// message naming the variable unless it is a number in [1, 100].
+inline double ScaleFromEnv(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return 1.0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (*end != '\0' || !(value >= 1.0 && value <= 100.0)) {
+    std::fprintf(stderr, "%s='%s': must be a number in [1, 100]\n", name, text);
+    std::abort();
+  }
+  return value;
+}
+
 inline double TimeScale() {
-  static const double scale = [] {
-    const char* text = std::getenv("NKISIM_TEST_TIME_SCALE");
-    if (text == nullptr || *text == '\0') return 1.0;
-    char* end = nullptr;
-    const double value = std::strtod(text, &end);
-    if (*end != '\0' || !(value >= 1.0 && value <= 100.0)) {
-      std::fprintf(stderr, "NKISIM_TEST_TIME_SCALE='%s': must be a number in [1, 100]\n", text);
-      std::abort();
-    }
-    return value;
-  }();
+  static const double scale = ScaleFromEnv("NKISIM_TEST_TIME_SCALE");
+  return scale;
+}
+// NKISIM_TEST_MEMORY_SCALE (default 1) likewise multiplies the per-process memory bounds (the
+// bad-input suite's 200 MiB): a sanitizer's redzones, shadow and quarantine add to every process.
+inline double MemoryScale() {
+  static const double scale = ScaleFromEnv("NKISIM_TEST_MEMORY_SCALE");
   return scale;
 }
 
