@@ -191,16 +191,23 @@ pid_t StartLauncher(const std::string& name, const std::string& config_text) {
   return pid;
 }
 
-// The PIDs of the job's processes whose command line has `needle` and also `also`.
+// The PIDs of the job's processes whose command line has `needle` and the argument `also`.
 std::vector<pid_t> ProcessesWith(const std::string& needle, const std::string& also) {
   std::vector<pid_t> pids;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    const std::string raw = ReadFile(entry.path().string() + "/cmdline");
+    // `also` is a whole argument or a program's file name ("mpirun"), never a part of one: the
+    // config path of the case "sigkill_mpirun" holds "mpirun" too.
+    bool has_also = false;
+    std::istringstream args(raw);
+    for (std::string arg; std::getline(args, arg, '\0');) {
+      if (arg == also || std::filesystem::path(arg).filename() == also) has_also = true;
+    }
+    std::string cmdline = raw;
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(needle) != std::string::npos && cmdline.find(also) != std::string::npos &&
-        std::stoi(name) != ::getpid()) {
+    if (cmdline.find(needle) != std::string::npos && has_also && std::stoi(name) != ::getpid()) {
       pids.push_back(std::stoi(name));
     }
   }
