@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <thread>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/testing/files.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/time_scale.h"
 
 namespace {
@@ -49,22 +49,19 @@ using nkisim::testing::ScaledSeconds;
 
 std::string TempPath(const std::string& name) { return nkisim::testing::TempPath("nkisim_e2e_", name); }
 
-// Runs `nkisim run` on `config_text` (written to a temp file) under a 120 s hard limit.
+// Runs `nkisim run` on `config_text` (written to a temp file) under a 120 s hard limit (scaled,
+// tests/testing/time_scale.h).
 RunResult RunNkisim(const std::string& name, const std::string& config_text) {
   const std::string config = TempPath(name + ".textproto");
   std::ofstream(config) << config_text;
-  const std::string command = "timeout " + std::to_string(ScaledSeconds(120)) + " " + std::string(NKISIM_BINARY) + " run " + config +
-                              " --report " + TempPath(name + ".report.json") + " --trace " +
-                              TempPath(name + ".trace.json") + " 2>&1";
   const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
+  const nkisim::testing::CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_BINARY) + " run " + config + " --report " +
+          TempPath(name + ".report.json") + " --trace " + TempPath(name + ".trace.json"),
+      120);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output, seconds};
+  return {r.exit_code, r.output, seconds};
 }
 
 // The small shipped config plus `extra` (whose control block replaces the file's).
@@ -313,13 +310,10 @@ TEST(RunE2eTest, SignalToTheLauncherStopsTheWholeJob) {
 TEST(RunE2eTest, UnwritableReportIsRefusedBeforeAnyRankStarts) {
   const std::string config = TempPath("unwritable.textproto");
   std::ofstream(config) << SmallConfig();
-  FILE* pipe = popen((std::string(NKISIM_BINARY) + " run " + config +
-                      " --report /nonexistent/dir/r.json 2>&1").c_str(), "r");
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 11) << output;
+  const nkisim::testing::CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_BINARY) + " run " + config + " --report /nonexistent/dir/r.json", 120);
+  const std::string& output = r.output;
+  EXPECT_EQ(r.exit_code, 11) << output;
   EXPECT_THAT(output, HasSubstr("--report '/nonexistent/dir/r.json': cannot be written"));
   EXPECT_THAT(output, ::testing::Not(HasSubstr("PASS")));
 }
