@@ -153,6 +153,10 @@ void CheckRunCounts(const Run& run, const std::string& where, const std::string&
   if (run.ranks < 2) {
     Refuse(where, StrCat("rank count '", ranks_text, "' must be an integer >= 2"));
   }
+  if (run.ranks > kMaxCalibrationRanks) {
+    Refuse(where, StrCat("rank count ", run.ranks, " must be at most ", kMaxCalibrationRanks,
+                         " (every row's schedule is planned; calibrate on smaller runs)"));
+  }
   if (run.nodes < 1) Refuse(where, StrCat("node count '", nodes_text, "' must be an integer >= 1"));
   if (run.ranks % run.nodes != 0) {
     Refuse(where, StrCat(run.ranks, " ranks do not split evenly over ", run.nodes, " nodes"));

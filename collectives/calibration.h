@@ -14,6 +14,9 @@
 // before any command line) is refused with Error(kBadConfig) "file:line: what is wrong". Rows of
 // ops the model does not have (sendrecv) are skipped with a note.
 //
+// A run's rank count is 2 to kMaxCalibrationRanks (else refused, file:line): every row's
+// schedule is planned, and a schedule's transfers grow with the square of the group.
+//
 // Sizes are nccom-test's size(B): all_gather the gathered total (each rank contributes
 // size / ranks), all_reduce the buffer, reduce_scatter and all_to_all one rank's input.
 //
@@ -41,6 +44,10 @@
 #include "runtime/hardware_profile.h"
 
 namespace nkisim::collectives {
+
+// The largest rank count a calibration run may have: 1,024 ranks (16 trn2 instances at LNC 2),
+// planned in about 0.3 s a row; a 16,384-rank ring takes about 46 s and 3 GiB.
+inline constexpr int kMaxCalibrationRanks = 1024;
 
 struct CalibrationRow {
   std::string file;

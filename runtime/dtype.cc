@@ -304,8 +304,15 @@ void FromFloat(DType dtype, const float* src, void* dst, size_t n) {
   if (dtype == DType::kFloat32) {
     std::memcpy(dst, src, n * sizeof(float));
   } else if (dtype == DType::kBFloat16) {
+    // FloatToBf16Bits without its branch, so the loop vectorises (bulk tensor initialisation):
+    // the same bits for every input, NaNs included (tests/runtime/dtype_test.cc).
     auto* d = static_cast<uint16_t*>(dst);
-    for (size_t i = 0; i < n; ++i) d[i] = FloatToBf16Bits(src[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = LoadRaw<uint32_t>(src + i);
+      const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+      const uint32_t quiet_nan = (bits >> 16) | 0x0040u;
+      d[i] = static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+    }
   } else {
     auto* d = static_cast<std::byte*>(dst);
     const size_t w = SizeOf(dtype);

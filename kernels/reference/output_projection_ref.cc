@@ -87,16 +87,14 @@ void QuantizeMxRows(int64_t rows, int64_t k, const OprojRefInputs& in, double s_
 // Fills rows [r0, r1) of A (row r = b*S + s, column c = n*D + k) into a [r1 - r0, N*D].
 using FillRows = std::function<void(int64_t r0, int64_t r1, double* a)>;
 
-// Largest chunk of the weight converted to fp64 at once (elements; 1 Mi = 8 MiB).
-constexpr int64_t kMaxWeightChunkElements = int64_t{1} << 20;
-
 // y [rows, H] = A @ W, scaled and biased: kRowBlock rows of A at a time, one dgemm per block with
 // the fp64 weights: converted once per call when they fit one chunk, else a chunk of H columns
 // at a time (a large weight never sits in memory whole in fp64, 8x its bf16 size).
 std::vector<float> Project(int64_t rows, const FillRows& fill, const OprojRefInputs& in) {
   const bool mx = IsMxQuant(in.quant);
   const int64_t k_total = mx ? 4 * in.weight.dim(0) : in.weight.dim(0), h = in.weight.dim(1);
-  const int64_t w_chunk = std::max<int64_t>(1, kMaxWeightChunkElements / std::max<int64_t>(1, k_total));
+  const int64_t w_chunk =
+      std::max<int64_t>(1, WeightChunkElements(rows) / std::max<int64_t>(1, k_total));
   const bool one_chunk = w_chunk >= h;
   const std::vector<double> w_whole = one_chunk ? WeightColumns(in, 0, h) : std::vector<double>();
   const bool quant = in.quant != OprojQuant::kNone && in.quant != OprojQuant::kMx;

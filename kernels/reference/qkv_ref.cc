@@ -9,9 +9,6 @@
 namespace nkisim::reference {
 namespace {
 
-// Largest chunk of the weight converted to fp64 at once (elements; 1 Mi = 8 MiB).
-constexpr int64_t kMaxWeightChunkElements = int64_t{1} << 20;
-
 using kernels::NormType;
 using kernels::QkvParams;
 using kernels::QuantizationType;
@@ -152,7 +149,8 @@ QkvGolden QkvReference(const QkvParams& p) {
   const PrologueConstants pc = ReadPrologueConstants(p, h);
   // W [H, I] in fp64 a chunk of rows of H at a time, so a large weight never sits in memory whole
   // in fp64 (8x its bf16 size); with one chunk it is converted once per call.
-  const int64_t w_chunk = std::max<int64_t>(1, kMaxWeightChunkElements / std::max<int64_t>(1, i));
+  const int64_t w_chunk =
+      std::max<int64_t>(1, WeightChunkElements(tokens) / std::max<int64_t>(1, i));
   const bool one_chunk = w_chunk >= h;
   const bool mx = p.quantization_type == QuantizationType::kMx;
   // MX: the weights dequantized into the input's H order (packed order when the input is given

@@ -349,8 +349,10 @@ int RunSweep(const Options& o) {
       // machine (an oversubscribed host drifts), and which of the pair goes first alternates
       // too (ABBA), so neither profits from following the other. Each time is the median of its
       // blocks' means; the ratio is the median of the ratios of neighbouring blocks, which a
-      // drift that moves both alike leaves alone.
-      constexpr int kBlocks = 7;
+      // drift that moves both alike leaves alone. Up to 21 blocks of at least 5 calls (7 when
+      // -n is small): a median of more neighbouring pairs is steadier against the jumps of an
+      // oversubscribed host, for the same number of timed calls.
+      const int kBlocks = std::clamp(o.iters / 5, 7, 21) | 1;  // odd: one middle element
       const int per_block = std::max(1, o.iters / kBlocks);
       std::vector<double> ours, raw, ratios;
       for (int blk = 0; blk < kBlocks; ++blk) {

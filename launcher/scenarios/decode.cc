@@ -236,10 +236,10 @@ ScenarioFootprint RunDecode(PlanRun& run) {
       TensorView total = TensorView::Create(partial.shape(), dt, "o_proj_total");
       collectives::all_reduce(run.ctx, tp, partial, total);
       if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      const std::vector<float> sum = total.ToFloats();
       int64_t first = 0;
       std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
-      std::vector<float> block(sum.begin() + first, sum.begin() + first + static_cast<int64_t>(golden.size()));
+      std::vector<float> block =  // only this member's block of the sum
+          total.reshape({b * h}).slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
       RecordLayerSample(run.result, plan.name, replica, s, b * h, first, block);
       return PhaseOutput{std::move(block), std::move(golden)};
     });

@@ -105,6 +105,8 @@ TEST(NccomTestLogTest, MalformedLinesAreRefusedWithFileAndLine) {
       {"nccom-test -r 8\n", "bad.log:1: nccom-test command names no operation"},
       {"nccom-test -r 1 allg\n", "bad.log:1: rank count '1' must be an integer >= 2"},
       {"nccom-test -r eight allg\n", "bad.log:1: rank count 'eight'"},
+      {"nccom-test -r 655554 allr\n", "bad.log:1: rank count 655554 must be at most 1024"},
+      {"# ranks: 1025 op: allg\n", "bad.log:1: rank count 1025 must be at most 1024"},
       {"nccom-test -r 8 -N 3 allg\n", "bad.log:1: 8 ranks do not split evenly over 3 nodes"},
       {"nccom-test -r 8 allg allr\n", "bad.log:1: the command names two operations"},
       {"# ranks: 8 op: broadcast\n", "bad.log:1: operation 'broadcast' is not one of"},

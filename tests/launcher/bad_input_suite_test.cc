@@ -251,6 +251,7 @@ std::vector<Case> Cases() {
   add("calibrate", "cal_row_before_command", cal + "$T/l.log", {Text("l.log", kLogRow + "10 0.10 0.09\n")}, 14, "l.log:1: a result row before any nccom-test command line");
   add("calibrate", "cal_ranks_zero", cal + "$T/l.log", {Text("l.log", "nccom-test -r 0 allg\n")}, 14, "l.log:1: rank count '0' must be an integer >= 2");
   add("calibrate", "cal_ranks_huge", cal + "$T/l.log", {Text("l.log", "nccom-test -r 99999999999 allg\n")}, 14, "l.log:1: rank count '99999999999'");
+  add("calibrate", "cal_ranks_over_limit", cal + "$T/l.log", {Text("l.log", "nccom-test -r 655554 allr\n")}, 14, "l.log:1: rank count 655554 must be at most 1024");
   add("calibrate", "cal_no_operation", cal + "$T/l.log", {Text("l.log", "nccom-test -r 8 foo\n")}, 14, "l.log:1: nccom-test command names no operation");
   add("calibrate", "cal_short_row", cal + "$T/l.log", {Text("l.log", kLogHeader + "          1024            1024\n")}, 14, "l.log:3: a result row has 6 columns");
   add("calibrate", "cal_empty_log", cal + "$T/l.log", {Text("l.log", "")}, 11, "no rows to fit in");

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -388,6 +389,30 @@ TEST(DTypeTest, BulkAndRoundToMatchScalarConversions) {
           << DTypeName(t) << " value " << values[i];
     }
   }
+}
+
+// The bulk bf16 path is branch-free (it vectorises); it must give the scalar path's bits for
+// every sign, exponent and top mantissa bits, with the low half at the rounding edges.
+TEST(DTypeTest, BulkBf16MatchesScalarOverTheRoundingEdges) {
+  std::vector<float> values;
+  for (uint32_t high = 0; high <= 0xFFFFu; ++high) {
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) {
+      const uint32_t bits = high << 16 | low;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      values.push_back(f);
+    }
+  }
+  std::vector<uint16_t> bulk(values.size());
+  FromFloat(DType::kBFloat16, values.data(), bulk.data(), values.size());
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (bulk[i] != FloatToBf16Bits(values[i]) && ++mismatches <= 5) {
+      ADD_FAILURE() << "fp32 bits 0x" << std::hex << BitsOfFloat(values[i]) << ": bulk 0x"
+                    << bulk[i] << ", scalar 0x" << FloatToBf16Bits(values[i]);
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(DTypeTest, ParseDTypeAcceptsNamesAndAliases) {

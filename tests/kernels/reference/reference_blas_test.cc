@@ -220,7 +220,11 @@ INSTANTIATE_TEST_SUITE_P(
         // H x I = 2176 x 512 > 1 Mi elements: the fp64 weight in two chunks of H rows (2048 and
         // 128), under both row blocks.
         QkvCase{"ChunkedWeight", 2, 150, 2176, 2, 1, 128, NormType::kRmsNorm,
-                QuantizationType::kRow, QkvOutputLayout::kBSD, true, false, false}),
+                QuantizationType::kRow, QkvOutputLayout::kBSD, true, false, false},
+        // Decode (one row block): pieces of 64 Ki elements, H x I = 1100 x 256 in five chunks of
+        // 256 H rows and one of 76.
+        QkvCase{"DecodeChunkedWeight", 4, 1, 1100, 2, 1, 64, NormType::kRmsNorm,
+                QuantizationType::kNone, QkvOutputLayout::kNBSd, true, false, false}),
     [](const ::testing::TestParamInfo<QkvCase>& info) { return info.param.name; });
 
 // hidden_actual divides the RMS sum of squares; a block boundary must not change it.
@@ -320,15 +324,21 @@ TEST(OprojReferenceBlasTest, TkgMatchesPlainLoops) {
 
 // K x H = 256 x 4608 > 1 Mi elements: the fp64 weight in two chunks of H columns (4096 and 512),
 // under both row blocks of a 280-row TKG case.
+// And a decode case of 16 rows (one row block: pieces of 64 Ki elements), K x H = 256 x 1000 in
+// three chunks of 256 H columns and one of 232.
 TEST(OprojReferenceBlasTest, ChunkedWeightMatchesPlainLoops) {
-  for (OprojQuant quant : {OprojQuant::kNone, OprojQuant::kRow}) {
-    std::mt19937 rng(7);
-    const int64_t d = 128, b = 70, n = 2, s = 4, h = 4608;
-    const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
-    const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
-    const std::vector<double> a = AttentionRows(att, false);
-    ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
-                "chunked tkg quant " + std::to_string(static_cast<int>(quant)));
+  struct OprojShape { int64_t b, s, h; };
+  for (const OprojShape& shape : {OprojShape{70, 4, 4608}, OprojShape{16, 1, 1000}}) {
+    for (OprojQuant quant : {OprojQuant::kNone, OprojQuant::kRow}) {
+      std::mt19937 rng(7);
+      const int64_t d = 128, b = shape.b, n = 2, s = shape.s, h = shape.h;
+      const TensorView att = Random({d, b, n, s}, DType::kBFloat16, rng);
+      const OprojRefInputs in = MakeOproj(n * d, h, quant, true, rng);
+      const std::vector<double> a = AttentionRows(att, false);
+      ExpectClose(OutputProjectionTkgRef(att, in), LoopOproj(b * s, n * d, a, in),
+                  "chunked tkg rows " + std::to_string(b * s) + " quant " +
+                      std::to_string(static_cast<int>(quant)));
+    }
   }
 }
 
