@@ -349,13 +349,13 @@ int RunSweep(const Options& o) {
       // machine (an oversubscribed host drifts), and which of the pair goes first alternates
       // too (ABBA), so neither profits from following the other. Each time is the median of its
       // blocks' means; the ratio is the median of the ratios of neighbouring blocks, which a
-      // drift that moves both alike leaves alone. Up to 21 blocks of at least 5 calls (7 when
-      // -n is small): a median of more neighbouring pairs is steadier against the jumps of an
+      // drift that moves both alike leaves alone. -n / 5 blocks (five calls each), odd, from 7
+      // to 21: a median of more neighbouring pairs is steadier against the jumps of an
       // oversubscribed host, for the same number of timed calls.
-      const int kBlocks = std::clamp(o.iters / 5, 7, 21) | 1;  // odd: one middle element
-      const int per_block = std::max(1, o.iters / kBlocks);
+      const int blocks = std::clamp(o.iters / 5, 7, 21) | 1;  // odd: one middle element
+      const int per_block = std::max(1, o.iters / blocks);
       std::vector<double> ours, raw, ratios;
-      for (int blk = 0; blk < kBlocks; ++blk) {
+      for (int blk = 0; blk < blocks; ++blk) {
         const int warmup = blk == 0 ? o.warmup : 1;
         auto time_ours = [&] {
           ours.push_back(TimeUs([&] { last = c.run(); }, per_block, warmup, MPI_COMM_WORLD));
@@ -373,9 +373,9 @@ int RunSweep(const Options& o) {
       std::sort(ours.begin(), ours.end());
       std::sort(raw.begin(), raw.end());
       std::sort(ratios.begin(), ratios.end());
-      host_us = ours[kBlocks / 2];
-      mpi_us = raw[kBlocks / 2];
-      mpi_ratio = ratios[kBlocks / 2];
+      host_us = ours[blocks / 2];
+      mpi_us = raw[blocks / 2];
+      mpi_ratio = ratios[blocks / 2];
       last = c.run();  // the raw calls wrote the same output buffer: check nkisim's own result
     } else {
       host_us = TimeUs([&] { last = c.run(); }, o.iters, o.warmup, MPI_COMM_WORLD);
