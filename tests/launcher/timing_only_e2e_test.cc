@@ -149,6 +149,32 @@ TEST(CollectiveTimingOnly, RefusesBaseline) {
   EXPECT_THAT(r.output, HasSubstr("--baseline and --timing-only exclude each other"));
 }
 
+// Functional --baseline: every size gets the raw MPI call's time and the ratio of the two, in
+// the table and the JSON, and nkisim's own result is still checked (PASS). -n 40 runs 9 blocks.
+TEST(CollectiveBaseline, ReportsTheRawMpiTimeAndRatioOfEverySize) {
+  const std::string json = nkisim::testing::TempPath("nkisim_baseline_", "ag.json");
+  std::filesystem::remove(json);
+  const CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -n 2 " + kBinary +
+          " collective all_gather -b 1K -e 16K -f 4 -n 40 -w 2 --baseline -d fp32 --json " + json,
+      120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("mpi(us)  ratio"));
+  EXPECT_THAT(r.output, HasSubstr("# PASS: 0 wrong element(s) in all"));
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+  ASSERT_EQ(j["rows"].size(), 3u) << j.dump();
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_GT(row["mpi_us"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["host_us"].get<double>(), 0) << row.dump();
+    // The ratio is the median of the blocks' ratios, not host_us / mpi_us, but both are positive
+    // and finite; an absurd value would mean a block timed nothing.
+    EXPECT_GT(row["mpi_ratio"].get<double>(), 0.05) << row.dump();
+    EXPECT_LT(row["mpi_ratio"].get<double>(), 20) << row.dump();
+    EXPECT_EQ(row["wrong"].get<int64_t>(), 0) << row.dump();
+  }
+  std::filesystem::remove(json);
+}
+
 constexpr const char* kSmallJob = R"(workload: "decode"
 plans { name: "tp2xdp4" tp: 8 attention_dp: 4 }
 plans { name: "tp8" tp: 8 }
