@@ -223,11 +223,12 @@ double MaxValue(DType dtype) {
   return 0;
 }
 
+// Without a branch, so the bulk loop below vectorises (bulk tensor initialisation).
 uint16_t FloatToBf16Bits(float value) {
-  uint32_t bits = LoadRaw<uint32_t>(&value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x0040);  // keep it quiet
-  uint32_t rounding = 0x7FFF + ((bits >> 16) & 1u);  // ties to even
-  return static_cast<uint16_t>((bits + rounding) >> 16);
+  const uint32_t bits = LoadRaw<uint32_t>(&value);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;  // ties to even
+  const uint32_t quiet_nan = (bits >> 16) | 0x0040u;                      // keep a NaN quiet
+  return static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
 }
 
 float Bf16BitsToFloat(uint16_t bits) {
@@ -304,15 +305,8 @@ void FromFloat(DType dtype, const float* src, void* dst, size_t n) {
   if (dtype == DType::kFloat32) {
     std::memcpy(dst, src, n * sizeof(float));
   } else if (dtype == DType::kBFloat16) {
-    // FloatToBf16Bits without its branch, so the loop vectorises (bulk tensor initialisation):
-    // the same bits for every input, NaNs included (tests/runtime/dtype_test.cc).
     auto* d = static_cast<uint16_t*>(dst);
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t bits = LoadRaw<uint32_t>(src + i);
-      const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-      const uint32_t quiet_nan = (bits >> 16) | 0x0040u;
-      d[i] = static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-    }
+    for (size_t i = 0; i < n; ++i) d[i] = FloatToBf16Bits(src[i]);
   } else {
     auto* d = static_cast<std::byte*>(dst);
     const size_t w = SizeOf(dtype);

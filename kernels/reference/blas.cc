@@ -28,7 +28,7 @@ void Dgemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64
 std::vector<double> MatrixAsDoubles(const TensorView& t) {
   const int64_t rows = t.dim(0), cols = t.dim(1);
   std::vector<double> out(static_cast<size_t>(rows * cols));
-  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, cols));
+  const int64_t block = std::max<int64_t>(1, kSmallPieceElements / std::max<int64_t>(1, cols));
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t r1 = std::min(rows, r0 + block);
     const std::vector<float> part = t.slice(0, r0, r1).ToFloats();

@@ -27,12 +27,13 @@ void Dgemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64
 // elements = 512 KiB); several row blocks convert every piece once per block, so pieces are
 // larger (1 Mi = 8 MiB) for the dgemm's sake. Either way a large weight never sits in memory
 // whole in fp64, 8x its bf16 size.
+inline constexpr int64_t kSmallPieceElements = int64_t{1} << 16;
 inline int64_t WeightChunkElements(int64_t rows) {
-  return rows <= kRowBlock ? int64_t{1} << 16 : int64_t{1} << 20;
+  return rows <= kRowBlock ? kSmallPieceElements : int64_t{1} << 20;
 }
 
-// A [rows, cols] view (any strides) as a row-major fp64 copy, read at most 64 Ki elements (and
-// at least one row) at a time (no full fp32 copy on the way). REQUIRES: t has rank 2.
+// A [rows, cols] view (any strides) as a row-major fp64 copy, read at most kSmallPieceElements
+// (and at least one row) at a time (no full fp32 copy on the way). REQUIRES: t has rank 2.
 std::vector<double> MatrixAsDoubles(const TensorView& t);
 
 // Calls fn(b, s0, s1, offset) for the pieces of flat rows [r0, r1) of a [B, S, ...] row order
