@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Scale on one machine: runs a multi-instance `nkisim run` job and a bare MPI job of the same
 # process count (build/bench/raw_mpi_job: start-up, the job's all_reduce and all_gather traffic,
-# shut-down) back to back, and prints both wall times, their ratio, and peak RSS (largest rank and
-# summed over ranks).
+# shut-down) back to back, and prints for both the wall time, CPU time, minor page faults and peak
+# RSS (largest rank and summed over ranks), the wall-time ratio, and what nkisim adds in CPU time
+# and fresh pages (on a VM where a page fault traps into the hypervisor, the pages dominate).
 #   bash scripts/measure-scale.sh [CONFIG]    (default configs/tp128_two_instances_decode.textproto)
 # Targets (issue 12): nkisim at most 2x the raw job's wall time, at most 120 MiB per rank; a
 # 256-rank job under 20 GiB summed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-configs/tp128_two_instances_decode.textproto}
-[[ -x build/bench/raw_mpi_job ]] || cmake --build build --target raw_mpi_job > /dev/null
+for tool in raw_mpi_job job_usage; do
+  [[ -x build/bench/$tool ]] || cmake --build build --target $tool > /dev/null
+done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 build/launcher/nkisim validate "$config" > "$scratch/validate.txt"
@@ -19,23 +22,31 @@ hidden=$(grep -o 'hidden: *[0-9]*' "$config" | grep -o '[0-9]*$')
 plans=$(grep -c '^plans' "$config")
 root=(); [[ $(id -u) -eq 0 ]] && root=(--allow-run-as-root)
 
-now() { date +%s.%N; }
 echo "config $config: $ranks ranks, $plans plans"
-start=$(now)
-mpirun "${root[@]}" --oversubscribe -n "$ranks" build/bench/raw_mpi_job --batch "$batch" \
-  --hidden "$hidden" --plans "$plans" | tee "$scratch/raw.txt"
-raw=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
-start=$(now)
-build/launcher/nkisim run "$config" --report "$scratch/report.json" --trace '' > "$scratch/run.txt"
-sim=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
+# Each job runs under build/bench/job_usage, which writes `wall user sys minor_faults max_rss` of
+# the job and every process of it.
+build/bench/job_usage "$scratch/raw.usage" -- mpirun "${root[@]}" --oversubscribe -n "$ranks" \
+  build/bench/raw_mpi_job --batch "$batch" --hidden "$hidden" --plans "$plans" | tee "$scratch/raw.txt"
+build/bench/job_usage "$scratch/sim.usage" -- build/launcher/nkisim run "$config" \
+  --report "$scratch/report.json" --trace '' > "$scratch/run.txt"
 grep -E '^result:' "$scratch/run.txt"
 field() { grep -o "\"$1\": *[0-9.]*" "$scratch/report.json" | head -1 | grep -o '[0-9.]*$'; }
-printf '%-28s %10s %14s %16s\n' "job" "wall (s)" "RSS/rank (MiB)" "RSS summed (GiB)"
+read -r raw raw_user raw_sys raw_faults _ < "$scratch/raw.usage"
+read -r sim sim_user sim_sys sim_faults _ < "$scratch/sim.usage"
+printf '%-26s %9s %9s %9s %13s %15s %17s\n' "job" "wall (s)" "user (s)" "sys (s)" "minor faults" \
+  "RSS/rank (MiB)" "RSS summed (GiB)"
 raw_rss=$(grep -o 'peak RSS [0-9.]*' "$scratch/raw.txt" | grep -o '[0-9.]*$')
 raw_sum=$(grep -o '[0-9.]* GiB summed' "$scratch/raw.txt" | grep -o '^[0-9.]*')
-printf '%-28s %10.1f %14.1f %16.2f\n' "raw MPI ($ranks ranks)" "$raw" "$raw_rss" "$raw_sum"
-# The report gives the largest rank's peak RSS; the summed figure is that times the ranks (an
-# upper bound).
-printf '%-28s %10.1f %14.1f %16.2f\n' "nkisim run ($ranks ranks)" "$sim" "$(field peakRssMib)" \
-  "$(awk -v m="$(field peakRssMib)" -v n="$ranks" 'BEGIN { print m * n / 1024 }')"
+printf '%-26s %9.1f %9.1f %9.1f %13d %15.1f %17.2f\n' "raw MPI ($ranks ranks)" "$raw" "$raw_user" \
+  "$raw_sys" "$raw_faults" "$raw_rss" "$raw_sum"
+# The report gives the largest rank's peak RSS and the ranks' peaks added up.
+printf '%-26s %9.1f %9.1f %9.1f %13d %15.1f %17.2f\n' "nkisim run ($ranks ranks)" "$sim" "$sim_user" \
+  "$sim_sys" "$sim_faults" "$(field peakRssMib)" \
+  "$(awk -v m="$(field peakRssSummedMib)" 'BEGIN { print m / 1024 }')"
 awk -v a="$raw" -v b="$sim" 'BEGIN { printf "nkisim / raw wall: %.2fx (target <= 2x)\n", b / a }'
+# Where the difference goes: CPU time (two cores share every rank) and the fresh pages the
+# simulation touches for its inputs, SBUF tiles and goldens (each minor fault is one 4 KiB page).
+awk -v ru="$raw_user" -v rs="$raw_sys" -v su="$sim_user" -v ss="$sim_sys" -v rf="$raw_faults" \
+  -v sf="$sim_faults" -v n="$ranks" 'BEGIN {
+    printf "nkisim adds %.1f s of CPU (user %+.1f, sys %+.1f) and %d page faults (%.1f MiB of fresh pages per rank)\n",
+      su + ss - ru - rs, su - ru, ss - rs, sf - rf, (sf - rf) * 4 / 1024 / n }'

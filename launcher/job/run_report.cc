@@ -82,6 +82,9 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
   report.set_wall_s(wall_s);
   report.set_pass(true);
   const uint32_t steps = scenario.workload == Workload::kDecode ? scenario.spec.steps() : 1;
+  double summed = 0;
+  for (const auto& [rank, result] : results) summed += result.peak_rss_mib();
+  report.set_peak_rss_summed_mib(summed);
   for (const ResolvedPlan& plan : scenario.plans) {
     const std::string& name = plan.name;
     proto::ScenarioSummary& s = *report.add_scenarios();
@@ -127,11 +130,15 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
 }
 
 std::string FormatReport(const proto::RunReport& report) {
-  std::string out = StrPrintf("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB %s\n",
+  std::string out = StrPrintf("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB %s",
                          report.config().c_str(), report.world_size(), report.workload().c_str(),
                          report.wall_s(), report.peak_rss_mib(),
                          report.in_process() ? "(one process: the ranks are its threads)"
                                              : "per rank (largest)");
+  if (report.peak_rss_summed_mib() > 0) {
+    out += StrPrintf(", %.2f GiB summed over ranks", report.peak_rss_summed_mib() / 1024.0);
+  }
+  out += "\n";
   const bool decode = report.workload() == "decode";
   const bool timed = report.timing_only();
   if (timed) {

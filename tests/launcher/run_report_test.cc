@@ -95,6 +95,7 @@ TEST(BuildReport, SlowestRankTimesAndSummedBytes) {
   EXPECT_EQ(report.world_size(), 2u);
   EXPECT_EQ(report.wall_s(), 12.5);
   EXPECT_EQ(report.peak_rss_mib(), 120);
+  EXPECT_EQ(report.peak_rss_summed_mib(), 90 + 120);  // each rank once, not once per plan
   ASSERT_EQ(report.scenarios_size(), 2);
   const proto::ScenarioSummary& tp = report.scenarios(0);
   EXPECT_EQ(tp.name(), "tp2");
@@ -144,6 +145,8 @@ TEST(BuildReport, PlansAgreeOnEqualSamples) {
   EXPECT_TRUE(a.pass());
   EXPECT_TRUE(report.pass());
   EXPECT_THAT(FormatReport(report), HasSubstr("AGREE"));
+  // 90 + 120 MiB.
+  EXPECT_THAT(FormatReport(report), HasSubstr("peak RSS 120 MiB per rank (largest), 0.21 GiB summed"));
 }
 
 TEST(BuildReport, PlansAgreeWithinAtolPlusRtolTimesMaxReference) {
