@@ -102,6 +102,7 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
         proto::PhaseSummary& p = PhaseOf(s, r.phase());
         p.set_sim_ns(std::max(p.sim_ns(), r.sim_ns()));
         p.set_host_ms(std::max(p.host_ms(), r.host_ms()));
+        p.set_fresh_bytes(std::max(p.fresh_bytes(), r.fresh_bytes()));
         p.set_max_abs_error(std::max(p.max_abs_error(), r.max_abs_error()));
         p.set_max_rel_error(std::max(p.max_rel_error(), r.max_rel_error()));
         p.set_bound(std::max(p.bound(), r.bound()));
@@ -150,15 +151,18 @@ std::string FormatReport(const proto::RunReport& report) {
                 s.name().c_str(), s.tp(), s.attention_dp(), s.lnc(), s.instances(),
                 s.instances() == 1 ? "" : "s", s.replicas(), s.replicas() == 1 ? "" : "s",
                 timed ? "timed" : s.pass() ? "PASS" : "FAIL");
-    out += StrPrintf("  %-16s %12s %10s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
-                "host (ms)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
+    out += StrPrintf("  %-16s %12s %10s %11s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
+                "host (ms)", "fresh (MiB)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
                 "collective:algorithm");
     for (const proto::PhaseSummary& p : s.phases()) {
       const std::string check = timed ? std::string("not checked")
                                       : StrCat(p.pass() ? "PASS" : "FAIL", " (", p.failures(),
                                                "/", p.elements(), " outside)");
-      out += StrPrintf("  %-16s %12.3f %10.1f %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
-                  p.phase().c_str(), p.sim_ns() / 1000.0, p.host_ms(), p.max_abs_error(),
+      // In one process (ranks as threads) the page faults are the process's, not a rank's.
+      const std::string fresh = report.in_process() ? std::string("-")
+                                                    : StrPrintf("%.1f", p.fresh_bytes() / 1048576.0);
+      out += StrPrintf("  %-16s %12.3f %10.1f %11s %12.3e %12.3e %12.3e %14.3f  %-28s %s\n",
+                  p.phase().c_str(), p.sim_ns() / 1000.0, p.host_ms(), fresh.c_str(), p.max_abs_error(),
                   p.max_rel_error(), p.bound(), p.bytes_moved() / 1e6, check.c_str(),
                   p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }

@@ -1,6 +1,8 @@
 #include "launcher/scenarios/phase_runner.h"
 
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -42,6 +44,18 @@ std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& f
   return out;
 }
 
+namespace {
+
+// Minor page faults of the whole process so far (every thread: the kernels run on the cores'
+// threads).
+int64_t MinorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+}  // namespace
+
 void PhaseRunner::Progress(const std::string& phase, bool done) {
   proto::RankMessage m;
   m.mutable_progress()->set_scenario(scenario_);
@@ -76,6 +90,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   for (int c = 0; c < lnc_.lnc(); ++c) first_record.push_back(lnc_.core(c).timeline().records().size());
   const double sim_start = lnc_.now();
   const auto host_start = std::chrono::steady_clock::now();
+  const int64_t faults_start = MinorFaults();
   InjectFault(name);
   PhaseOutput out = body();
   const double host_ms =
@@ -98,6 +113,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_start_ns(sim_start);
   r.set_end_ns(lnc_.now());
   r.set_host_ms(host_ms);
+  r.set_fresh_bytes((MinorFaults() - faults_start) * static_cast<int64_t>(::sysconf(_SC_PAGESIZE)));
   r.set_bytes_moved(BytesMovedSince(lnc_, first_record));
   r.set_algorithm(AlgorithmsSince(lnc_, first_record));
   Progress(name, true);

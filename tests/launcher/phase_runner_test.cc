@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,22 @@ class PhaseRunnerTest : public ::testing::Test {
   proto::RankResult result_;
   std::vector<proto::RankMessage> sent_;
 };
+
+// 16 MiB touched for the first time inside the phase (a fresh mapping: above glibc's default
+// mmap threshold) show as fresh bytes; a phase that touches nothing new shows few.
+TEST_F(PhaseRunnerTest, RecordsTheFreshMemoryAPhaseTouches) {
+  PhaseRunner runner = Runner();
+  constexpr size_t kBytes = size_t{16} << 20;
+  runner.Run("qkv", [&] {
+    std::vector<char> fresh(kBytes);
+    std::memset(fresh.data(), 1, fresh.size());
+    return Output({static_cast<float>(fresh[kBytes / 2])}, {1});
+  });
+  runner.Run("attention", [] { return Output({}, {}); });
+  ASSERT_EQ(result_.phases_size(), 2);
+  EXPECT_GE(result_.phases(0).fresh_bytes(), static_cast<int64_t>(kBytes * 9 / 10));
+  EXPECT_LT(result_.phases(1).fresh_bytes(), static_cast<int64_t>(kBytes / 4));
+}
 
 TEST_F(PhaseRunnerTest, ReportsStartAndDoneInOrder) {
   PhaseRunner runner = Runner();

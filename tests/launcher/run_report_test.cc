@@ -50,6 +50,7 @@ proto::PhaseResult Phase(const std::string& plan, const std::string& phase, doub
   p.set_elements(elements);
   p.set_failures(failures);
   p.set_max_abs_error(sim_ns / 1e6);  // distinct per rank, so the max is checkable
+  p.set_fresh_bytes(static_cast<int64_t>(host_ms) << 20);  // host_ms MiB: the max is checkable
   return p;
 }
 
@@ -105,6 +106,7 @@ TEST(BuildReport, SlowestRankTimesAndSummedBytes) {
   EXPECT_EQ(qkv.phase(), "qkv");
   EXPECT_EQ(qkv.sim_ns(), 250);  // the slowest rank
   EXPECT_EQ(qkv.host_ms(), 7);   // the slowest rank, per measure
+  EXPECT_EQ(qkv.fresh_bytes(), 7 << 20);  // the largest rank's
   EXPECT_EQ(qkv.bytes_moved(), 3000);  // summed
   EXPECT_EQ(qkv.elements(), 20);
   EXPECT_DOUBLE_EQ(qkv.max_abs_error(), 250 / 1e6);
@@ -147,6 +149,9 @@ TEST(BuildReport, PlansAgreeOnEqualSamples) {
   EXPECT_THAT(FormatReport(report), HasSubstr("AGREE"));
   // 90 + 120 MiB.
   EXPECT_THAT(FormatReport(report), HasSubstr("peak RSS 120 MiB per rank (largest), 0.21 GiB summed"));
+  // The qkv row: 250 ns = 0.250 us, host 7 ms, 7 MiB fresh.
+  EXPECT_THAT(FormatReport(report), ::testing::ContainsRegex("qkv +0\\.250 +7\\.0 +7\\.0 "));
+  EXPECT_THAT(FormatReport(report), HasSubstr("fresh (MiB)"));
 }
 
 TEST(BuildReport, PlansAgreeWithinAtolPlusRtolTimesMaxReference) {
