@@ -35,7 +35,9 @@ inline constexpr size_t kRankMmapThresholdBytes = size_t{32} << 20;
 inline constexpr size_t kRankKeepFreeHeapBytes = size_t{64} << 20;
 
 // Sets the policy above for this process (fixed mmap threshold; the heap top is trimmed only
-// beyond 256 MiB, so trimming happens where ReturnFreeHeap decides). Call once, early.
+// beyond 256 MiB, so trimming happens where ReturnFreeHeap decides; one heap shared by all
+// threads, so what the cores' threads free the main thread reuses and the other way round).
+// Call once, early, before the process starts threads that allocate.
 void SetRankMemoryPolicy();
 
 // If the heap holds more than `keep_bytes` free, returns the free pages to the system
