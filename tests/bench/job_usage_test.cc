@@ -1,5 +1,6 @@
 // bench/job_usage: the counters scripts/measure-scale.sh compares two jobs on.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
