@@ -92,8 +92,10 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
     if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
     reference::OprojRefInputs ref;
     ref.weight = shared.w_o;
-    return PhaseOutput{partial.ToFloats(),
-                       AsDoubles(reference::OutputProjectionCteRef(attention, ref))};
+    // One [B, S, H] copy at a time: the fp32 golden is freed once widened, before the kernel's
+    // output is read back (at S 2048, H 8192 each float copy is 64 MiB a rank).
+    std::vector<double> golden = AsDoubles(reference::OutputProjectionCteRef(attention, ref));
+    return PhaseOutput{partial.ToFloats(), std::move(golden)};
   });
 
   // 4. The TP reduction, checked block by block against a plain fp64 MPI_Reduce_scatter.
