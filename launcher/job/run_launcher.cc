@@ -127,14 +127,8 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
     return stop_signal != 0 ? 128 + stop_signal : ExitCodeFor(failure.code);
   }
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  proto::RunReport report = BuildReport(sc, monitor.results(), wall_s, o.timing_only);
-  report.set_in_process(o.in_process);
-  if (o.in_process) {  // one process: its ranks share one RSS and one page-fault count
-    report.clear_peak_rss_summed_mib();
-    for (proto::ScenarioSummary& s : *report.mutable_scenarios()) {
-      for (proto::PhaseSummary& p : *s.mutable_phases()) p.clear_fresh_bytes();
-    }
-  }
+  const proto::RunReport report =
+      BuildReport(sc, monitor.results(), wall_s, o.timing_only, o.in_process);
   std::printf("\n%s", FormatReport(report).c_str());
   WriteReportJson(report, o.report_json);
   std::printf("report: %s\n", o.report_json.c_str());

@@ -72,9 +72,10 @@ void CheckAgreement(const ResolvedScenario& sc, const std::map<int, proto::RankR
 
 proto::RunReport BuildReport(const ResolvedScenario& scenario,
                              const std::map<int, proto::RankResult>& results, double wall_s,
-                             bool timing_only) {
+                             bool timing_only, bool in_process) {
   proto::RunReport report;
   report.set_timing_only(timing_only);
+  report.set_in_process(in_process);
   report.set_config(scenario.source);
   report.set_world_size(static_cast<uint32_t>(scenario.world_size()));
   report.set_lnc(static_cast<uint32_t>(scenario.plans.front().lnc));
@@ -84,7 +85,7 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
   const uint32_t steps = scenario.workload == Workload::kDecode ? scenario.spec.steps() : 1;
   double summed = 0;
   for (const auto& [rank, result] : results) summed += result.peak_rss_mib();
-  report.set_peak_rss_summed_mib(summed);
+  if (!in_process) report.set_peak_rss_summed_mib(summed);
   for (const ResolvedPlan& plan : scenario.plans) {
     const std::string& name = plan.name;
     proto::ScenarioSummary& s = *report.add_scenarios();
@@ -102,7 +103,7 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
         proto::PhaseSummary& p = PhaseOf(s, r.phase());
         p.set_sim_ns(std::max(p.sim_ns(), r.sim_ns()));
         p.set_host_ms(std::max(p.host_ms(), r.host_ms()));
-        p.set_fresh_bytes(std::max(p.fresh_bytes(), r.fresh_bytes()));
+        if (!in_process) p.set_fresh_bytes(std::max(p.fresh_bytes(), r.fresh_bytes()));
         p.set_max_abs_error(std::max(p.max_abs_error(), r.max_abs_error()));
         p.set_max_rel_error(std::max(p.max_rel_error(), r.max_rel_error()));
         p.set_bound(std::max(p.bound(), r.bound()));

@@ -13,10 +13,11 @@
 namespace nkisim::launcher {
 
 // timing_only: the ranks ran --timing-only; the report says nothing was checked and compares no
-// plan outputs.
+// plan outputs. in_process: the ranks were threads of one process, so their RSS and page faults
+// are that process's: no summed RSS and no per-phase fresh bytes.
 proto::RunReport BuildReport(const ResolvedScenario& scenario,
                              const std::map<int, proto::RankResult>& results, double wall_s,
-                             bool timing_only = false);
+                             bool timing_only = false, bool in_process = false);
 std::string FormatReport(const proto::RunReport& report);
 // Throws Error(kBadConfig) naming the path when it cannot be written.
 void WriteReportJson(const proto::RunReport& report, const std::string& path);

@@ -97,6 +97,12 @@ TEST(BuildReport, SlowestRankTimesAndSummedBytes) {
   EXPECT_EQ(report.wall_s(), 12.5);
   EXPECT_EQ(report.peak_rss_mib(), 120);
   EXPECT_EQ(report.peak_rss_summed_mib(), 90 + 120);  // each rank once, not once per plan
+  // Ranks as threads of one process: their RSS and faults are the process's, so neither is given.
+  const proto::RunReport threads = BuildReport(TwoPlans(), Results(0), 12.5, true, true);
+  EXPECT_TRUE(threads.in_process());
+  EXPECT_EQ(threads.peak_rss_summed_mib(), 0);
+  EXPECT_EQ(threads.scenarios(0).phases(0).fresh_bytes(), 0);
+  EXPECT_THAT(FormatReport(threads), ::testing::ContainsRegex("qkv +0\\.250 +7\\.0 +- "));
   ASSERT_EQ(report.scenarios_size(), 2);
   const proto::ScenarioSummary& tp = report.scenarios(0);
   EXPECT_EQ(tp.name(), "tp2");
