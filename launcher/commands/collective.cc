@@ -33,6 +33,9 @@ namespace {
 using collectives::GroupComm;
 using collectives::RankContext;
 
+// Timed calls per size of a --baseline sweep when -n is not given: 21 blocks of 25.
+constexpr int kBaselineIters = 525;
+
 struct Options {
   std::string op;
   std::string min_bytes = "4K";
@@ -515,7 +518,10 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("-d,--dtype", o->dtype, "element type")->capture_default_str();
   cmd->add_option("-g,--group-size", o->group_size,
                   "ranks per replica group (contiguous blocks); default: the whole world");
-  cmd->add_option("-n,--iters", o->iters, "timed calls per size")->capture_default_str();
+  cmd->add_option("-n,--iters", o->iters,
+                  "timed calls per size; with --baseline and no -n: " +
+                      std::to_string(kBaselineIters) + " (21 alternating blocks of 25)")
+      ->capture_default_str();
   cmd->add_option("-w,--warmup", o->warmup, "untimed calls per size")->capture_default_str();
   const CommonOptionHandles common =
       AddCommonOptions(cmd, &o->common, kLncFlag | kProfileFlag | kTimingOnlyFlag, {});
@@ -545,6 +551,11 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
       }
       return;
     }
+    // A ratio of two host timings on an oversubscribed machine needs many long alternating
+    // blocks to be steady: 7 blocks of the plain default's 20 calls moved the 1-4 MiB ratios by
+    // up to 6% from run to run, 21 blocks of five up to 6% too, 21 blocks of 25 by at most 3%
+    // (docs/collectives.md).
+    if (o->baseline && cmd->count("--iters") == 0) o->iters = kBaselineIters;
     if (cmd->count("--ranks") > 0) {
       // Without --model-only the world size is mpirun's -np; a --ranks that did nothing would
       // let a user believe they priced N ranks.

@@ -175,6 +175,22 @@ TEST(CollectiveBaseline, ReportsTheRawMpiTimeAndRatioOfEverySize) {
   std::filesystem::remove(json);
 }
 
+// Without -n, --baseline times 525 calls per size (21 alternating blocks of 25) instead of the
+// plain sweep's 20, and says so in the header; an explicit -n still wins.
+TEST(CollectiveBaseline, DefaultsToTwentyOneBlocksOfTwentyFive) {
+  const std::string run = std::string(NKISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -n 2 " +
+                          kBinary + " collective all_gather -b 1K -e 1K -w 1 -d fp32";
+  const CommandResult baseline = nkisim::testing::RunCommand(run + " --baseline", 120);
+  ASSERT_EQ(baseline.exit_code, 0) << baseline.output;
+  EXPECT_THAT(baseline.output, HasSubstr("fp32, 525 iterations after 1 warm-up"));
+  const CommandResult plain = nkisim::testing::RunCommand(run, 120);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_THAT(plain.output, HasSubstr("fp32, 20 iterations after 1 warm-up"));
+  const CommandResult explicit_n = nkisim::testing::RunCommand(run + " --baseline -n 30", 120);
+  ASSERT_EQ(explicit_n.exit_code, 0) << explicit_n.output;
+  EXPECT_THAT(explicit_n.output, HasSubstr("fp32, 30 iterations after 1 warm-up"));
+}
+
 constexpr const char* kSmallJob = R"(workload: "decode"
 plans { name: "tp2xdp4" tp: 8 attention_dp: 4 }
 plans { name: "tp8" tp: 8 }
