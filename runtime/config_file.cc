@@ -5,12 +5,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "runtime/error.h"
@@ -28,6 +33,71 @@ class FirstError : public google::protobuf::io::ErrorCollector {
  private:
   std::string first_;
 };
+
+namespace pb = google::protobuf;
+
+// Every proto3 singular scalar of `m` (and of its nested messages) gains presence, as if declared
+// `optional`: a synthetic oneof of its own. Map entries keep their fields as they are.
+void AddPresence(pb::DescriptorProto* m) {
+  if (m->options().map_entry()) return;
+  for (pb::FieldDescriptorProto& f : *m->mutable_field()) {
+    const bool scalar = f.type() != pb::FieldDescriptorProto::TYPE_MESSAGE &&
+                        f.type() != pb::FieldDescriptorProto::TYPE_GROUP;
+    if (f.label() != pb::FieldDescriptorProto::LABEL_OPTIONAL || !scalar || f.has_oneof_index()) {
+      continue;
+    }
+    f.set_oneof_index(m->oneof_decl_size());  // synthetic oneofs follow the real ones
+    m->add_oneof_decl()->set_name("_" + f.name());
+    f.set_proto3_optional(true);
+  }
+  for (pb::DescriptorProto& nested : *m->mutable_nested_type()) AddPresence(&nested);
+}
+
+// The config's message type rebuilt with presence on every proto3 scalar, in a pool of its own
+// (built once per type, kept for the process). Parsing into it makes the text parser refuse a
+// scalar given twice even when its first value is zero, which proto3's own parse cannot see (a
+// zero there is indistinguishable from an absent field).
+class PresenceTypes {
+ public:
+  // A fresh empty message of d's type with presence; never null for a type of a proto3 file.
+  std::unique_ptr<pb::Message> New(const pb::Descriptor* d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = prototypes_.find(d->full_name());
+    if (it == prototypes_.end()) {
+      Add(d->file());
+      const pb::Descriptor* rebuilt = pool_.FindMessageTypeByName(d->full_name());
+      if (rebuilt == nullptr) {
+        Raise(ErrorCode::kInternal, StrCat("config parser: cannot rebuild ", d->full_name()));
+      }
+      it = prototypes_.emplace(d->full_name(), factory_.GetPrototype(rebuilt)).first;
+    }
+    return std::unique_ptr<pb::Message>(it->second->New());
+  }
+
+ private:
+  void Add(const pb::FileDescriptor* file) {
+    if (pool_.FindFileByName(file->name()) != nullptr) return;
+    for (int i = 0; i < file->dependency_count(); ++i) Add(file->dependency(i));
+    pb::FileDescriptorProto proto;
+    file->CopyTo(&proto);
+    if (proto.syntax() == "proto3") {
+      for (pb::DescriptorProto& m : *proto.mutable_message_type()) AddPresence(&m);
+    }
+    if (pool_.BuildFile(proto) == nullptr) {
+      Raise(ErrorCode::kInternal, StrCat("config parser: cannot rebuild ", file->name()));
+    }
+  }
+
+  std::mutex mu_;
+  pb::DescriptorPool pool_;
+  pb::DynamicMessageFactory factory_{&pool_};
+  std::map<std::string, const pb::Message*> prototypes_;
+};
+
+PresenceTypes& Presence() {
+  static PresenceTypes* types = new PresenceTypes;  // never destroyed: used until exit
+  return *types;
+}
 
 }  // namespace
 
@@ -47,10 +117,10 @@ void ParseConfigText(const std::string& text, const std::string& source,
   FirstError errors;
   parser.RecordErrorsTo(&errors);
   // Parse (not Merge) into a fresh message first: Parse refuses a non-repeated field or a oneof
-  // given twice, where Merge lets the last one win silently. (A proto3 scalar has no presence, so
-  // a first occurrence that holds its zero value cannot be told from an absent one.) The merge
-  // then keeps explicit zeros over the defaults already in `message`.
-  std::unique_ptr<google::protobuf::Message> fresh(message->New());
+  // given twice, where Merge lets the last one win silently. The fresh message is of the same
+  // type with presence on every scalar (PresenceTypes), so "batch: 0 batch: 8" is refused too.
+  // The merge then keeps explicit zeros over the defaults already in `message`.
+  std::unique_ptr<google::protobuf::Message> fresh = Presence().New(message->GetDescriptor());
   if (!parser.ParseFromString(text, fresh.get()) || !parser.MergeFromString(text, message)) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
   }

@@ -341,6 +341,9 @@ std::vector<Case> Cases() {
   topo("placement_size", "lnc: 2 world_size: 4 placement { chip_of_rank: [0, 1] } replica_groups { name: \"tp\" contiguous { group_size: 4 } }", "placement.chip_of_rank: 2 entries; needs one per rank");
   topo("placement_chip_huge", "lnc: 2 world_size: 4 placement { chip_of_rank: [0, 1, 2, 99999999] } replica_groups { name: \"tp\" contiguous { group_size: 4 } }", "chip 99999999 must be below 65536");
   topo("field_twice", "lnc: 2 world_size: 8 world_size: 16 " + kTp8, "Non-repeated field \"world_size\" is specified multiple times");
+  // A proto3 scalar has no presence of its own: a first value of zero used to go unnoticed.
+  topo("field_twice_zero_first", "lnc: 2 world_size: 0 world_size: 8 " + kTp8, "Non-repeated field \"world_size\" is specified multiple times");
+  topo("nested_field_twice_zero_first", kTopo + "replica_groups { name: \"tp\" contiguous { group_size: 0 group_size: 8 } }", "Non-repeated field \"group_size\" is specified multiple times");
   topo("oneof_twice", kTopo + "replica_groups { name: \"tp\" contiguous { group_size: 8 } strided { group_size: 8 } }", "another member of oneof");
   add("topology", "topo_json_unknown_field", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, \"lnc\": 2, \"nope\": 1}")}, 14, "JSON: nope: Cannot find field");
   add("topology", "topo_json_truncated", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, ")}, 14, "JSON: Unexpected end of string");
@@ -351,6 +354,9 @@ std::vector<Case> Cases() {
     add("scenario", "scen_" + name, "validate $T/s.textproto", {Text("s.textproto", body)}, 14, message);
   };
   scen("field_twice", "workload: \"decode\" workload: \"prefill\" " + kPlan + kModel + kRows, "Non-repeated field \"workload\" is specified multiple times");
+  scen("field_twice_zero_first", "batch: 0 " + kPlan + kModel + kRows, "Non-repeated field \"batch\" is specified multiple times");
+  scen("string_twice_empty_first", "workload: \"\" workload: \"prefill\" " + kPlan + kModel + kRows, "Non-repeated field \"workload\" is specified multiple times");
+  scen("bool_twice_false_first", "sequence_parallel: false sequence_parallel: true " + kPlan + kModel + kRows, "Non-repeated field \"sequence_parallel\" is specified multiple times");
   scen("workload_unknown", "workload: \"bogus\" " + kPlan + kModel + kRows, "workload: 'bogus' is not one of decode, prefill");
   scen("hidden_not_128", kPlan + "model { hidden: 500 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } " + kRows, "model.hidden: 500 must be a positive multiple of 128");
   scen("kv_heads_not_divisor", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 3 d_head: 64 } " + kRows, "model.n_kv_heads: 3 must be positive and divide n_q_heads (8)");
@@ -424,6 +430,7 @@ std::vector<Case> Cases() {
     add("profile", "profile_" + name, qkv + "--h 1024 --profile $T/p.textproto", {Text("p.textproto", body)}, 14, message);
   };
   profile("field_twice", "pe_freq_ghz: 2.4 pe_freq_ghz: 1.2", "Non-repeated field \"pe_freq_ghz\" is specified multiple times");
+  profile("field_twice_zero_first", "pe_freq_ghz: 0 pe_freq_ghz: 1.2", "Non-repeated field \"pe_freq_ghz\" is specified multiple times");
   profile("freq_zero", "pe_freq_ghz: 0", "field 'pe_freq_ghz' is 0; it must be finite, > 0");
   profile("freq_negative", "pe_freq_ghz: -1", "field 'pe_freq_ghz' is -1");
   profile("freq_nan", "pe_freq_ghz: nan", "field 'pe_freq_ghz' is nan");

@@ -171,6 +171,42 @@ TEST(HardwareProfileTest, MissingFileIsABadConfig) {
   }
 }
 
+// Every non-repeated scalar of the profile given twice is refused, whatever its first value:
+// "f: 0 f: 1" included, which proto3 (no presence on a scalar) would let pass with the last
+// value winning. The same field once, at zero, still overrides the trn2 default.
+TEST(ConfigFileTest, ScalarGivenTwiceIsRefusedEvenWhenTheFirstIsZero) {
+  namespace pb = google::protobuf;
+  const pb::Descriptor* d = HardwareProfile::descriptor();
+  int checked = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const std::string zero = f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING ? "\"\""
+                             : f->cpp_type() == pb::FieldDescriptor::CPPTYPE_BOOL ? "false"
+                             : f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM
+                                 ? f->enum_type()->value(0)->name()
+                                 : "0";
+    const std::string text = f->name() + ": " + zero + "\n" + f->name() + ": " + zero;
+    HardwareProfile p;
+    try {
+      ParseConfigText(text, "twice.textproto", &p);
+      ADD_FAILURE() << text << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      EXPECT_THAT(e.what(), HasSubstr("twice.textproto:2:"));
+      EXPECT_THAT(e.what(), HasSubstr("\"" + f->name() + "\" is specified multiple times"));
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+  // Nested: a field of a repeated message's entry.
+  HardwareProfile p;
+  EXPECT_THROW(ParseConfigText("collective_tuning { op: \"\" op: \"all_reduce\" }", "t", &p), Error);
+  // Once, at zero, over a non-zero default: taken.
+  ASSERT_NE(Trn2Profile().mesh_max_bytes_per_rank(), 0u);
+  EXPECT_EQ(ParseHardwareProfile("mesh_max_bytes_per_rank: 0", "p").mesh_max_bytes_per_rank(), 0u);
+}
+
 // Config readers take regular files of bounded size only, and say which rule a path breaks.
 TEST(ConfigFileTest, OnlyRegularFilesOfBoundedSizeAreRead) {
   const std::string fifo = ::testing::TempDir() + "nkisim_config_fifo";
