@@ -19,6 +19,51 @@ std::string Comparison::ToString() const {
   return line;
 }
 
+template <typename Golden>
+void StreamingCompare::AddBlock(int64_t first_index, const float* actual, const Golden* golden,
+                                int64_t n) {
+  if (first_index != c_.elements || n < 0) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("compare: a block of ", n, " elements at flat index ", first_index,
+                 "; blocks go in flat order and the next one starts at ", c_.elements));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    max_golden_ = std::max(max_golden_, std::fabs(static_cast<double>(golden[i])));
+  }
+  const double running_bound = tolerance_.atol + tolerance_.rtol * max_golden_;
+  for (int64_t i = 0; i < n; ++i) {
+    const double err = std::fabs(static_cast<double>(actual[i]) - golden[i]);
+    if (!(err <= running_bound)) candidates_.push_back(err);  // NaN is kept: it fails
+    if (std::isnan(err) || err > c_.max_abs_error) {
+      if (!std::isnan(c_.max_abs_error)) {
+        c_.max_abs_error = err;
+        c_.worst_index = first_index + i;
+      }
+    }
+    const double rel = err / std::max(std::fabs(static_cast<double>(golden[i])), 1e-30);
+    if (std::isnan(rel) || rel > c_.max_rel_error) c_.max_rel_error = rel;
+  }
+  c_.elements += n;
+}
+
+void StreamingCompare::Add(int64_t first_index, const float* actual, const double* golden,
+                           int64_t n) {
+  AddBlock(first_index, actual, golden, n);
+}
+
+void StreamingCompare::Add(int64_t first_index, const float* actual, const float* golden,
+                           int64_t n) {
+  AddBlock(first_index, actual, golden, n);
+}
+
+Comparison StreamingCompare::Finish() {
+  c_.bound = tolerance_.atol + tolerance_.rtol * max_golden_;
+  c_.failures = 0;
+  for (double err : candidates_) c_.failures += !(err <= c_.bound);
+  candidates_.clear();
+  return c_;
+}
+
 namespace {
 
 template <typename Golden>
@@ -28,24 +73,9 @@ Comparison CompareTo(const std::vector<float>& actual, const std::vector<Golden>
     Raise(ErrorCode::kInvalidArgument, StrCat("compare: actual has ", actual.size(),
                                               " elements, golden has ", golden.size()));
   }
-  Comparison c;
-  c.elements = static_cast<int64_t>(golden.size());
-  double max_golden = 0;
-  for (float g : golden) max_golden = std::max(max_golden, std::fabs(static_cast<double>(g)));
-  c.bound = tolerance.atol + tolerance.rtol * max_golden;
-  for (size_t i = 0; i < golden.size(); ++i) {
-    const double err = std::fabs(static_cast<double>(actual[i]) - golden[i]);
-    if (!(err <= c.bound)) ++c.failures;  // NaN fails
-    if (std::isnan(err) || err > c.max_abs_error) {
-      if (!std::isnan(c.max_abs_error)) {
-        c.max_abs_error = err;
-        c.worst_index = static_cast<int64_t>(i);
-      }
-    }
-    const double rel = err / std::max(std::fabs(static_cast<double>(golden[i])), 1e-30);
-    if (std::isnan(rel) || rel > c.max_rel_error) c.max_rel_error = rel;
-  }
-  return c;
+  StreamingCompare stream(tolerance);
+  stream.Add(0, actual.data(), golden.data(), static_cast<int64_t>(golden.size()));
+  return stream.Finish();
 }
 
 }  // namespace

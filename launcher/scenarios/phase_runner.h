@@ -7,16 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "kernels/reference/compare.h"
 #include "proto/control.pb.h"
 #include "proto/scenario.pb.h"
 #include "runtime/logical_core.h"
 
 namespace nkisim::launcher {
 
-// What a phase hands back for checking: its output and the golden, flattened alike.
+// What a phase hands back for checking: its output and the golden, flattened alike; or, for an
+// output too large to hold twice, `check`, which the runner calls with the phase's tolerance
+// instead (it compares in blocks through a reference::StreamingCompare and returns the result).
 struct PhaseOutput {
   std::vector<float> actual;
   std::vector<double> golden;
+  std::function<reference::Comparison(const reference::Tolerance&)> check;
 };
 
 // Where the runner reports progress: the control-plane client in a job, a recorder in tests.

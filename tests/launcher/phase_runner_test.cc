@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/error.h"
@@ -101,6 +103,35 @@ TEST_F(PhaseRunnerTest, OutsideToleranceIsRecordedAsFailures) {
   EXPECT_EQ(r.failures(), 2);
   EXPECT_NEAR(r.max_abs_error(), 0.5, 1e-6);
   // The runner records; it does not throw: the report decides.
+  EXPECT_THAT(Progress(), ElementsAre("start qkv", "done qkv"));
+}
+
+// A phase may hand back a check instead of its output and golden: the runner calls it with the
+// phase's tolerance (inside the phase's host time) and records what it returns.
+TEST_F(PhaseRunnerTest, StreamedCheckGetsThePhaseToleranceAndIsRecorded) {
+  PhaseRunner runner = Runner();
+  reference::Tolerance seen{-1, -1};
+  runner.Run("qkv", [&] {
+    PhaseOutput out;
+    out.check = [&](const reference::Tolerance& tol) {
+      seen = tol;
+      reference::StreamingCompare compare(tol);
+      const std::vector<float> a1 = {1.0f, 2.5f}, a2 = {3.5f, 4.0f};
+      const std::vector<double> g1 = {1, 2}, g2 = {3, 4};
+      compare.Add(0, a1.data(), g1.data(), 2);
+      compare.Add(2, a2.data(), g2.data(), 2);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      return compare.Finish();
+    };
+    return out;
+  });
+  const proto::PhaseResult& r = result_.phases(0);
+  EXPECT_EQ(seen.atol, spec_.tolerances().at("qkv").atol());
+  EXPECT_EQ(seen.rtol, spec_.tolerances().at("qkv").rtol());
+  EXPECT_EQ(r.elements(), 4);
+  EXPECT_EQ(r.failures(), 2);
+  EXPECT_NEAR(r.max_abs_error(), 0.5, 1e-6);
+  EXPECT_GE(r.host_ms(), 30);
   EXPECT_THAT(Progress(), ElementsAre("start qkv", "done qkv"));
 }
 

@@ -131,6 +131,17 @@ TEST(PlansE2eTest, PrefillPlansAgreeAndTheTimelineShowsTheLncSplits) {
                       /*with_trace=*/true);
   ExpectAllPlansPassAndAgree(job, 3);
   EXPECT_THAT(job.output, HasSubstr("prefill:"));
+  // The o_proj check streams row blocks: still every element of [B, S, H] compared, for real.
+  int oproj_phases = 0;
+  for (const auto& s : job.report["scenarios"]) {
+    for (const auto& p : s["phases"]) {
+      if (p["phase"] != "o_proj") continue;
+      ++oproj_phases;
+      EXPECT_EQ(std::stoll(p["elements"].get<std::string>()), 8 * 1 * 256 * 512) << p;  // 8 ranks
+      EXPECT_GT(p["maxAbsError"].get<double>(), 0) << p;
+    }
+  }
+  EXPECT_GT(oproj_phases, 0) << job.output;
   // Rank 0 of plan tp8 is trace process 0: its phase spans, then its engines' events.
   std::map<std::string, std::pair<double, double>> phase;
   std::map<int, std::string> thread;
@@ -159,6 +170,27 @@ TEST(PlansE2eTest, PrefillPlansAgreeAndTheTimelineShowsTheLncSplits) {
   EXPECT_EQ(link_in_oproj, 0);
   EXPECT_GT(core0_dma_in_qkv, 0);
   EXPECT_GT(core1_dma_in_qkv, 0);  // core 1 loads its own half of S
+}
+
+// The streamed o_proj check fails a kernel that misses its tolerance: a zero tolerance (a bf16
+// kernel never equals the fp64 golden) fails the phase on every rank, and the job.
+TEST(PlansE2eTest, PrefillOprojCheckFailsOutsideItsTolerance) {
+  const Job job = RunJob("oproj_tol0", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 }\n"
+                                       "workload: \"prefill\" batch: 2 seq_len: 200 seed: 6\n"
+                                       "tolerances { key: \"o_proj\" value { atol: 0 rtol: 0 } }\n"
+                                       "plans { tp: 8 }\n");
+  EXPECT_NE(job.exit_code, 0) << job.output;
+  ASSERT_TRUE(job.report.is_object()) << job.output;
+  EXPECT_FALSE(job.report["pass"].get<bool>());
+  int failing = 0;
+  for (const auto& s : job.report["scenarios"]) {
+    for (const auto& p : s["phases"]) {
+      if (p["phase"] != "o_proj") continue;
+      EXPECT_EQ(std::stoll(p["elements"].get<std::string>()), 8 * 2 * 200 * 512) << p;  // 8 ranks
+      failing += std::stoll(p.value("failures", std::string("0"))) > 0;
+    }
+  }
+  EXPECT_GT(failing, 0) << job.output;
 }
 
 TEST(PlansE2eTest, SequenceParallelPrefillReduceScatters) {
