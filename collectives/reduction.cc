@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 #include "runtime/error.h"
@@ -39,35 +40,48 @@ MPI_Datatype MpiTypeOf<double>() { return MPI_DOUBLE; }
 template <>
 MPI_Datatype MpiTypeOf<float>() { return MPI_FLOAT; }
 
+// Chunk c of values is [bounds[c], bounds[c + 1]).
 template <typename T>
-void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::vector<T>& values) {
+void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype,
+                 const std::vector<int64_t>& bounds, std::vector<T>& values) {
   const int me = group.position;
-  const int64_t elements = static_cast<int64_t>(values.size());
-  auto begin = [&](int c) { return ChunkBegin(elements, s.num_chunks, c); };
-  auto pack = [&](const std::vector<int>& chunks) {
-    std::vector<T> out;
-    for (int c : chunks) out.insert(out.end(), values.begin() + begin(c), values.begin() + begin(c + 1));
-    return out;
-  };
+  auto begin = [&](int c) { return bounds[static_cast<size_t>(c)]; };
+  // The send and receive buffers are reused from step to step (a deque keeps them in place as it
+  // grows), so after the largest step no buffer needs fresh memory: a 64-rank prefill all_reduce
+  // of 64 MiB a rank would otherwise map new pages for every step's halves.
+  std::deque<std::vector<T>> out_pool, in_pool;
   for (const Step& step : s.steps) {
+    size_t out_used = 0, in_used = 0;
+    auto take = [](std::deque<std::vector<T>>& pool, size_t& used) -> std::vector<T>& {
+      if (used == pool.size()) pool.emplace_back();
+      return pool[used++];
+    };
+    auto pack = [&](std::vector<T>& out, const std::vector<int>& chunks) -> std::vector<T>& {
+      out.clear();
+      for (int c : chunks) {
+        out.insert(out.end(), values.begin() + begin(c), values.begin() + begin(c + 1));
+      }
+      return out;
+    };
     // Everything this member sends (or reads for itself) is packed before anything changes:
     // the step's snapshot.
     struct Incoming {
       const Transfer* t;
-      std::vector<std::vector<T>> from;  // per source, in source order
+      std::vector<std::vector<T>*> from;  // per source, in source order
     };
-    std::vector<std::vector<T>> outgoing;
+    std::vector<std::vector<T>*> outgoing;
     std::vector<Incoming> incoming;
     std::vector<MPI_Request> requests;
     for (const Transfer& t : step.transfers) {
       if (t.dst != me) {
         for (int src : t.srcs) {
-          if (src == me) outgoing.push_back(pack(t.chunks));
+          if (src == me) outgoing.push_back(&pack(take(out_pool, out_used), t.chunks));
         }
       } else {
         Incoming in{&t, {}};
         for (int src : t.srcs) {
-          in.from.push_back(src == me ? pack(t.chunks) : std::vector<T>());
+          std::vector<T>& buf = take(in_pool, in_used);
+          in.from.push_back(src == me ? &pack(buf, t.chunks) : &buf);
         }
         incoming.push_back(std::move(in));
       }
@@ -78,7 +92,7 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::ve
       if (t.dst == me) continue;
       for (int src : t.srcs) {
         if (src != me) continue;
-        std::vector<T>& buf = outgoing[next_out++];
+        std::vector<T>& buf = *outgoing[next_out++];
         requests.emplace_back();
         CheckMpi(MPI_Isend(buf.data(), static_cast<int>(buf.size()), MpiTypeOf<T>(), t.dst, 0,
                            group.comm, &requests.back()),
@@ -90,9 +104,9 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::ve
       for (int c : in.t->chunks) payload += begin(c + 1) - begin(c);
       for (size_t k = 0; k < in.t->srcs.size(); ++k) {
         if (in.t->srcs[k] == me) continue;
-        in.from[k].resize(static_cast<size_t>(payload));
+        in.from[k]->resize(static_cast<size_t>(payload));
         requests.emplace_back();
-        CheckMpi(MPI_Irecv(in.from[k].data(), static_cast<int>(payload), MpiTypeOf<T>(),
+        CheckMpi(MPI_Irecv(in.from[k]->data(), static_cast<int>(payload), MpiTypeOf<T>(),
                            in.t->srcs[k], 0, group.comm, &requests.back()),
                  "reduction step (MPI_Irecv)");
       }
@@ -111,11 +125,11 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::ve
         }
         for (int64_t e = begin(c); e < begin(c + 1); ++e, ++at) {
           if (!t.reduce) {
-            values[e] = in.from[copy_from][at];
+            values[e] = (*in.from[copy_from])[at];
             continue;
           }
-          double acc = in.from[0][at];
-          for (size_t k = 1; k < t.srcs.size(); ++k) acc = AddOnWire(dtype, acc, in.from[k][at]);
+          double acc = (*in.from[0])[at];
+          for (size_t k = 1; k < t.srcs.size(); ++k) acc = AddOnWire(dtype, acc, (*in.from[k])[at]);
           values[e] = static_cast<T>(dst_is_source ? acc : AddOnWire(dtype, values[e], acc));
         }
       }
@@ -123,19 +137,64 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype, std::ve
   }
 }
 
+std::vector<int64_t> EvenBounds(int64_t elements, int num_chunks) {
+  std::vector<int64_t> bounds;
+  for (int c = 0; c <= num_chunks; ++c) bounds.push_back(ChunkBegin(elements, num_chunks, c));
+  return bounds;
+}
+
+void CheckFp32(DType dtype) {
+  if (!IsFloat(dtype) || SizeOf(dtype) > 4) {
+    Raise(ErrorCode::kInternal, StrCat("fp32 reduction of ", DTypeName(dtype), " values"));
+  }
+}
+
 }  // namespace
 
 void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                           std::vector<double>& values) {
-  RunSchedule(s, group, dtype, values);
+  RunSchedule(s, group, dtype, EvenBounds(static_cast<int64_t>(values.size()), s.num_chunks), values);
 }
 
 void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                           std::vector<float>& values) {
-  if (!IsFloat(dtype) || SizeOf(dtype) > 4) {
-    Raise(ErrorCode::kInternal, StrCat("fp32 reduction of ", DTypeName(dtype), " values"));
+  CheckFp32(dtype);
+  RunSchedule(s, group, dtype, EvenBounds(static_cast<int64_t>(values.size()), s.num_chunks), values);
+}
+
+void RunReductionScheduleInPieces(
+    const Schedule& s, const GroupComm& group, DType dtype, int64_t total, int64_t piece_elements,
+    int64_t first, int64_t n, const std::function<std::vector<float>(int64_t, int64_t)>& read,
+    const std::function<void(int64_t, const float*, int64_t)>& write) {
+  CheckFp32(dtype);
+  if (piece_elements < 1) {
+    Raise(ErrorCode::kInternal, StrCat("reduction pieces of ", piece_elements, " elements"));
   }
-  RunSchedule(s, group, dtype, values);
+  const std::vector<int64_t> chunk = EvenBounds(total, s.num_chunks);
+  const int pieces = static_cast<int>(std::max<int64_t>(1, (total + piece_elements - 1) / piece_elements));
+  std::vector<int64_t> bounds;
+  std::vector<float> values;
+  for (int p = 0; p < pieces; ++p) {
+    // Part p of every chunk, laid end to end: the piece's chunk c is bounds [c, c + 1).
+    bounds.assign(1, 0);
+    values.clear();
+    for (int c = 0; c < s.num_chunks; ++c) {
+      const int64_t len = chunk[c + 1] - chunk[c];
+      const int64_t a = chunk[c] + ChunkBegin(len, pieces, p), b = chunk[c] + ChunkBegin(len, pieces, p + 1);
+      if (b > a) {
+        const std::vector<float> part = read(a, b);
+        values.insert(values.end(), part.begin(), part.end());
+      }
+      bounds.push_back(static_cast<int64_t>(values.size()));
+    }
+    RunSchedule(s, group, dtype, bounds, values);
+    for (int c = 0; c < s.num_chunks; ++c) {
+      const int64_t len = chunk[c + 1] - chunk[c];
+      const int64_t a = chunk[c] + ChunkBegin(len, pieces, p), b = chunk[c] + ChunkBegin(len, pieces, p + 1);
+      const int64_t lo = std::max(a, first), hi = std::min(b, first + n);
+      if (hi > lo) write(lo, values.data() + bounds[c] + (lo - a), hi - lo);
+    }
+  }
 }
 
 }  // namespace nkisim::collectives

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "collectives/collectives.h"
+#include "collectives/reduction.h"
 #include "runtime/dtype.h"
 
 namespace nkisim::collectives {
@@ -24,7 +25,8 @@ float Add(float a, float b) {
 
 class AlgorithmReductionTest : public ::testing::Test {
  protected:
-  void Run(const std::string& algorithm, const std::string& reduction, std::vector<float>* out) {
+  void Run(const std::string& algorithm, const std::string& reduction, std::vector<float>* out,
+           int64_t elements = kElements) {
     int rank = 0, world = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -39,10 +41,10 @@ class AlgorithmReductionTest : public ::testing::Test {
     const ResolvedTopology topology = ResolveTopology(spec, Trn2Profile(), "test");
     LogicalCore lnc(2, Trn2Profile(), rank);
     RankContext ctx(MPI_COMM_WORLD, topology, lnc);
-    TensorView in = TensorView::Create({kElements}, DType::kBFloat16, "in");
-    TensorView result = TensorView::Create({kElements}, DType::kBFloat16, "out");
-    std::vector<float> v(kElements);
-    for (int64_t i = 0; i < kElements; ++i) v[i] = Input(rank, i);
+    TensorView in = TensorView::Create({elements}, DType::kBFloat16, "in");
+    TensorView result = TensorView::Create({elements}, DType::kBFloat16, "out");
+    std::vector<float> v(static_cast<size_t>(elements));
+    for (int64_t i = 0; i < elements; ++i) v[i] = Input(rank, i);
     in.FromFloats(v);
     const CollectiveResult r = all_reduce(ctx, ctx.group("world"), in, result);
     EXPECT_EQ(r.algorithm, algorithm);
@@ -72,6 +74,27 @@ TEST_F(AlgorithmReductionTest, RingBf16MatchesAPlainSameOrderReferenceBitForBit)
     differ += got[e] != exact[e];
   }
   if (world >= 4) EXPECT_GT(differ, 0) << "the data should show the order of the additions";
+}
+
+// Above kReductionPieceElements the reduction runs in pieces (part p of every chunk at a time):
+// every element still meets the ring's additions in the ring's order, bit for bit. Two pieces of
+// unequal parts, with chunks that do not divide evenly.
+TEST_F(AlgorithmReductionTest, RingInPiecesMatchesThePlainSameOrderReference) {
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int64_t elements = kReductionPieceElements + 4099;
+  std::vector<float> got;
+  Run("ring", "algorithm", &got, elements);
+  ASSERT_EQ(static_cast<int64_t>(got.size()), elements);
+  int64_t wrong = 0, first_wrong = -1;
+  int c = 0;
+  for (int64_t e = 0; e < elements; ++e) {
+    while ((c + 1) * elements / world <= e) ++c;
+    float acc = Input((c + 1) % world, e);
+    for (int k = 2; k <= world; ++k) acc = Add(acc, Input((c + k) % world, e));
+    if (got[e] != acc && wrong++ == 0) first_wrong = e;
+  }
+  EXPECT_EQ(wrong, 0) << "first at element " << first_wrong;
 }
 
 // Mesh (two-step): member m's chunk gets, in step 0, one partial per other chip (that chip's
