@@ -172,15 +172,17 @@ void RunReductionScheduleInPieces(
   }
   const std::vector<int64_t> chunk = EvenBounds(total, s.num_chunks);
   const int pieces = static_cast<int>(std::max<int64_t>(1, (total + piece_elements - 1) / piece_elements));
-  std::vector<int64_t> bounds;
+  std::vector<int64_t> bounds, part_begin(static_cast<size_t>(s.num_chunks));
   std::vector<float> values;
   for (int p = 0; p < pieces; ++p) {
-    // Part p of every chunk, laid end to end: the piece's chunk c is bounds [c, c + 1).
+    // Part p of every chunk, laid end to end: the piece's chunk c is bounds [c, c + 1), and
+    // holds the tensor's elements [part_begin[c], part_begin[c] + its length).
     bounds.assign(1, 0);
     values.clear();
     for (int c = 0; c < s.num_chunks; ++c) {
       const int64_t len = chunk[c + 1] - chunk[c];
       const int64_t a = chunk[c] + ChunkBegin(len, pieces, p), b = chunk[c] + ChunkBegin(len, pieces, p + 1);
+      part_begin[static_cast<size_t>(c)] = a;
       if (b > a) {
         const std::vector<float> part = read(a, b);
         values.insert(values.end(), part.begin(), part.end());
@@ -189,8 +191,7 @@ void RunReductionScheduleInPieces(
     }
     RunSchedule(s, group, dtype, bounds, values);
     for (int c = 0; c < s.num_chunks; ++c) {
-      const int64_t len = chunk[c + 1] - chunk[c];
-      const int64_t a = chunk[c] + ChunkBegin(len, pieces, p), b = chunk[c] + ChunkBegin(len, pieces, p + 1);
+      const int64_t a = part_begin[static_cast<size_t>(c)], b = a + bounds[c + 1] - bounds[c];
       const int64_t lo = std::max(a, first), hi = std::min(b, first + n);
       if (hi > lo) write(lo, values.data() + bounds[c] + (lo - a), hi - lo);
     }
