@@ -553,8 +553,8 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
     }
     // A ratio of two host timings on an oversubscribed machine needs many long alternating
     // blocks to be steady: 7 blocks of the plain default's 20 calls moved the 1-4 MiB ratios by
-    // up to 6% from run to run, 21 blocks of five up to 6% too, 21 blocks of 25 by at most 3%
-    // (docs/collectives.md).
+    // up to 6% from run to run, 21 blocks of five up to 6% too, 21 blocks of 25 within 3% in 15
+    // of 16 values (docs/collectives.md).
     if (o->baseline && cmd->count("--iters") == 0) o->iters = kBaselineIters;
     if (cmd->count("--ranks") > 0) {
       // Without --model-only the world size is mpirun's -np; a --ranks that did nothing would
