@@ -203,21 +203,21 @@ void Reduce(const CollectivePlan& plan, const GroupComm& group, const TensorView
     return;
   }
   const int64_t n = output.numel(), first = all ? 0 : group.position * n;
-  const int64_t total = input.numel();
-  if (IsFloat(input.dtype()) && SizeOf(input.dtype()) <= 4 && total > kReductionPieceElements &&
-      input.is_contiguous() && output.is_contiguous()) {
-    // Large: in pieces, so a rank never holds an fp32 copy of the whole tensor and its step
-    // buffers (a 64-rank prefill all_reduce: 64 MiB a rank, and as much again on the wire).
-    const TensorView in = input.reshape({total}), out = output.reshape({n});
-    RunReductionScheduleInPieces(
-        *plan.schedule, group, input.dtype(), total, kReductionPieceElements, first, n,
-        [&](int64_t a, int64_t b) { return in.slice(0, a, b).ToFloats(); },
-        [&](int64_t a, const float* v, int64_t count) {
-          out.slice(0, a - first, a - first + count).FromFloats(std::vector<float>(v, v + count));
-        });
-    return;
-  }
   if (IsFloat(input.dtype()) && SizeOf(input.dtype()) <= 4) {  // fp32 holds them exactly
+    if (input.is_contiguous() && output.is_contiguous()) {
+      // In pieces of kReductionPieceElements (one piece up to that size), so a rank never holds
+      // an fp32 copy of a large tensor and its step buffers (a 64-rank prefill all_reduce:
+      // 64 MiB a rank, and as much again on the wire).
+      const int64_t total = input.numel();
+      const TensorView in = input.reshape({total}), out = output.reshape({n});
+      RunReductionScheduleInPieces(
+          *plan.schedule, group, input.dtype(), total, kReductionPieceElements, first, n,
+          [&](int64_t a, int64_t b) { return in.slice(0, a, b).ToFloats(); },
+          [&](int64_t a, const float* v, int64_t count) {
+            out.slice(0, a - first, a - first + count).FromFloats(std::vector<float>(v, v + count));
+          });
+      return;
+    }
     std::vector<float> values = input.ToFloats();
     RunReductionSchedule(*plan.schedule, group, input.dtype(), values);
     if (!all) values = std::vector<float>(values.begin() + first, values.begin() + first + n);
