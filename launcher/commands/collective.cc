@@ -33,8 +33,11 @@ namespace {
 using collectives::GroupComm;
 using collectives::RankContext;
 
-// Timed calls per size of a --baseline sweep when -n is not given: 21 blocks of 25.
+// Timed calls per size of a --baseline sweep when -n is not given (21 blocks of 25 of a call of
+// up to 200 us, 525 single-call blocks of a call of kBaselineBlockUs or more).
 constexpr int kBaselineIters = 525;
+// How long one block of a --baseline sweep should last (microseconds of host time).
+constexpr double kBaselineBlockUs = 5000;
 
 struct Options {
   std::string op;
@@ -285,6 +288,7 @@ struct Row {
   double size_bytes, host_us, algbw, busbw, sim_us, mpi_us, mpi_ratio;
   int64_t wrong;
   std::string algorithm;
+  int blocks = 0, calls_per_block = 0;  // --baseline: the alternating blocks of each side
 };
 
 int RunSweep(const Options& o) {
@@ -347,19 +351,27 @@ int RunSweep(const Options& o) {
     Case c = op.make(ctx, group, dtype, count);
     collectives::CollectiveResult last;
     double host_us = 0, mpi_us = 0, mpi_ratio = 0;
+    int baseline_blocks = 0, baseline_calls_per_block = 0;
     if (o.baseline) {
       // Side by side: blocks of nkisim calls and raw MPI calls alternate, so both see the same
       // machine (an oversubscribed host drifts), and which of the pair goes first alternates
       // too (ABBA), so neither profits from following the other. Each time is the median of its
       // blocks' means; the ratio is the median of the ratios of neighbouring blocks, which a
-      // drift that moves both alike leaves alone. -n / 5 blocks (five calls each), odd, from 7
-      // to 21: a median of more neighbouring pairs is steadier against the jumps of an
-      // oversubscribed host, for the same number of timed calls.
-      const int blocks = std::clamp(o.iters / 5, 7, 21) | 1;  // odd: one middle element
-      const int per_block = std::max(1, o.iters / blocks);
+      // drift that moves both alike leaves alone. A block lasts about kBaselineBlockUs (a probe
+      // of three raw calls sets its length: at most -n / 7 calls and 25, at least one), so a
+      // call of a few milliseconds is its own block and the pairs follow the host's drift
+      // closely; the blocks are odd in number (one middle element), at least 7, and together
+      // time about -n calls of each.
+      const double probe_us = TimeUs(c.raw_mpi, 3, o.warmup, MPI_COMM_WORLD);
+      const int longest = std::clamp(o.iters / 7, 1, 25);
+      const int per_block =
+          std::clamp(static_cast<int>(kBaselineBlockUs / std::max(probe_us, 1e-3)), 1, longest);
+      const int blocks = std::max(7, o.iters / per_block) | 1;
       std::vector<double> ours, raw, ratios;
       for (int blk = 0; blk < blocks; ++blk) {
-        const int warmup = blk == 0 ? o.warmup : 1;
+        // After the first block, one warm-up call re-warms what the other side's block evicted,
+        // unless the block is that one call (a call of milliseconds warms itself).
+        const int warmup = blk == 0 ? o.warmup : per_block > 1 ? 1 : 0;
         auto time_ours = [&] {
           ours.push_back(TimeUs([&] { last = c.run(); }, per_block, warmup, MPI_COMM_WORLD));
         };
@@ -379,6 +391,8 @@ int RunSweep(const Options& o) {
       host_us = ours[blocks / 2];
       mpi_us = raw[blocks / 2];
       mpi_ratio = ratios[blocks / 2];
+      baseline_blocks = blocks;
+      baseline_calls_per_block = per_block;
       last = c.run();  // the raw calls wrote the same output buffer: check nkisim's own result
     } else {
       host_us = TimeUs([&] { last = c.run(); }, o.iters, o.warmup, MPI_COMM_WORLD);
@@ -388,7 +402,8 @@ int RunSweep(const Options& o) {
     MPI_Allreduce(&wrong, &wrong_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     total_wrong += wrong_all;
     Row row{count * width, count,    0, host_us, 0, 0, (last.end_ns - last.start_ns) / 1000.0,
-            mpi_us,        mpi_ratio, wrong_all, last.algorithm};
+            mpi_us,        mpi_ratio, wrong_all, last.algorithm, baseline_blocks,
+            baseline_calls_per_block};
     row.size_bytes = row.per_rank_bytes * (op.size_in_ranks == 0 ? g : op.size_in_ranks);
     row.algbw = row.size_bytes / (host_us * 1e3);  // B/us -> GB/s
     row.busbw = row.algbw * op.busbw_factor(g);
@@ -421,7 +436,9 @@ int RunSweep(const Options& o) {
                            {"algorithm", r.algorithm},
                            {"wrong", r.wrong},
                            {"mpi_us", r.mpi_us},
-                           {"mpi_ratio", r.mpi_ratio}});
+                           {"mpi_ratio", r.mpi_ratio},
+                           {"baseline_blocks", r.blocks},
+                           {"baseline_calls_per_block", r.calls_per_block}});
     }
     WriteFileAtomically(o.json_path, j.dump(2) + "\n", "collective: --json");
   }
@@ -520,7 +537,7 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
                   "ranks per replica group (contiguous blocks); default: the whole world");
   cmd->add_option("-n,--iters", o->iters,
                   "timed calls per size; with --baseline and no -n: " +
-                      std::to_string(kBaselineIters) + " (21 alternating blocks of 25)")
+                      std::to_string(kBaselineIters) + " (alternating blocks of about 5 ms)")
       ->capture_default_str();
   cmd->add_option("-w,--warmup", o->warmup, "untimed calls per size")->capture_default_str();
   const CommonOptionHandles common =
@@ -551,10 +568,10 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
       }
       return;
     }
-    // A ratio of two host timings on an oversubscribed machine needs many long alternating
-    // blocks to be steady: 7 blocks of the plain default's 20 calls moved the 1-4 MiB ratios by
-    // up to 6% from run to run, 21 blocks of five up to 6% too, 21 blocks of 25 within 3% in 15
-    // of 16 values (docs/collectives.md).
+    // A ratio of two host timings on an oversubscribed machine needs many alternating blocks to
+    // be steady: 7 blocks of the plain default's 20 calls moved the 1-4 MiB ratios by up to 6%
+    // from run to run; 525 calls in blocks of about 5 ms keep them within 2%
+    // (docs/collectives.md).
     if (o->baseline && cmd->count("--iters") == 0) o->iters = kBaselineIters;
     if (cmd->count("--ranks") > 0) {
       // Without --model-only the world size is mpirun's -np; a --ranks that did nothing would

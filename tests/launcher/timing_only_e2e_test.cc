@@ -175,7 +175,7 @@ TEST(CollectiveBaseline, ReportsTheRawMpiTimeAndRatioOfEverySize) {
   std::filesystem::remove(json);
 }
 
-// Without -n, --baseline times 525 calls per size (21 alternating blocks of 25) instead of the
+// Without -n, --baseline times 525 calls per size (in alternating blocks) instead of the
 // plain sweep's 20, and says so in the header; an explicit -n still wins.
 TEST(CollectiveBaseline, DefaultsToTwentyOneBlocksOfTwentyFive) {
   const std::string run = std::string(NKISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -n 2 " +
@@ -189,6 +189,27 @@ TEST(CollectiveBaseline, DefaultsToTwentyOneBlocksOfTwentyFive) {
   const CommandResult explicit_n = nkisim::testing::RunCommand(run + " --baseline -n 30", 120);
   ASSERT_EQ(explicit_n.exit_code, 0) << explicit_n.output;
   EXPECT_THAT(explicit_n.output, HasSubstr("fp32, 30 iterations after 1 warm-up"));
+}
+
+// A --baseline block lasts about 5 ms: a 1 KiB call (tens of microseconds) runs in the longest
+// blocks -n allows (-n 35: 7 blocks of 5), a 64 MiB call (128 MiB gathered on each rank, many
+// milliseconds) in single-call blocks, 35 of them; the JSON says which.
+TEST(CollectiveBaseline, BlocksLastAboutFiveMilliseconds) {
+  const std::string json = nkisim::testing::TempPath("nkisim_baseline_blocks_", "ag.json");
+  std::filesystem::remove(json);
+  const CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -n 2 " + kBinary +
+          " collective all_gather -b 1K -e 64M -f 65536 -n 35 -w 1 --baseline -d fp32 --json " +
+          json,
+      120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+  ASSERT_EQ(j["rows"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["rows"][0]["baseline_blocks"], 7) << j.dump();
+  EXPECT_EQ(j["rows"][0]["baseline_calls_per_block"], 5) << j.dump();
+  EXPECT_EQ(j["rows"][1]["baseline_blocks"], 35) << j.dump();
+  EXPECT_EQ(j["rows"][1]["baseline_calls_per_block"], 1) << j.dump();
+  std::filesystem::remove(json);
 }
 
 constexpr const char* kSmallJob = R"(workload: "decode"
