@@ -177,7 +177,7 @@ TEST(CollectiveBaseline, ReportsTheRawMpiTimeAndRatioOfEverySize) {
 
 // Without -n, --baseline times 525 calls per size (in alternating blocks) instead of the
 // plain sweep's 20, and says so in the header; an explicit -n still wins.
-TEST(CollectiveBaseline, DefaultsToTwentyOneBlocksOfTwentyFive) {
+TEST(CollectiveBaseline, DefaultsToFiveHundredTwentyFiveCalls) {
   const std::string run = std::string(NKISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -n 2 " +
                           kBinary + " collective all_gather -b 1K -e 1K -w 1 -d fp32";
   const CommandResult baseline = nkisim::testing::RunCommand(run + " --baseline", 120);
