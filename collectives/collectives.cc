@@ -214,7 +214,7 @@ void Reduce(const CollectivePlan& plan, const GroupComm& group, const TensorView
           *plan.schedule, group, input.dtype(), total, kReductionPieceElements, first, n,
           [&](int64_t a, int64_t b) { return in.slice(0, a, b).ToFloats(); },
           [&](int64_t a, const float* v, int64_t count) {
-            out.slice(0, a - first, a - first + count).FromFloats(std::vector<float>(v, v + count));
+            out.slice(0, a - first, a - first + count).FromFloats(v, count);
           });
       return;
     }

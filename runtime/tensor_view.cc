@@ -259,15 +259,20 @@ std::vector<float> TensorView::ToFloats() const {
 }
 
 void TensorView::FromFloats(const std::vector<float>& values) const {
-  if (static_cast<int64_t>(values.size()) != numel()) {
+  FromFloats(values.data(), static_cast<int64_t>(values.size()));
+}
+
+void TensorView::FromFloats(const float* values, int64_t count) const {
+  if (count != numel()) {
     Raise(ErrorCode::kInvalidArgument, StrCat("FromFloats into tensor '", name(), "' ",
-                                              ShapeString(shape_), ": got ", values.size(),
+                                              ShapeString(shape_), ": got ", count,
                                               " values, need ", numel()));
   }
   const size_t width = SizeOf(dtype_);
   std::byte* base = buffer_->data();
   if (is_contiguous()) {
-    FromFloat(dtype_, values.data(), base + offset_ * static_cast<int64_t>(width), values.size());
+    FromFloat(dtype_, values, base + offset_ * static_cast<int64_t>(width),
+              static_cast<size_t>(count));
     return;
   }
   size_t i = 0;

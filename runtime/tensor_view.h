@@ -99,6 +99,8 @@ class TensorView {
   // Row-major copies through fp32, for host set-up and checks.
   std::vector<float> ToFloats() const;
   void FromFloats(const std::vector<float>& values) const;
+  // The same from `count` values at `values` (REQUIRES: count == numel()).
+  void FromFloats(const float* values, int64_t count) const;
 
   // Calls fn(element_offset) for every element in row-major order of this view.
   template <typename Fn>
