@@ -405,8 +405,8 @@ Tile BroadcastPiece(NeuronCore& core, const char* name, const Tile& ones, const 
 }
 
 // The eviction terms of piece i of the block for `rows` rows; broadcasts the bias and ROW_MX
-// scale of the piece the first time it is used, so each piece's broadcast runs just before its
-// first group (its own tile: a group waits only for its own piece).
+// scale of the piece the first time it is asked for (its own tile: a group waits only for its
+// own piece). ProjectStep asks for every piece before a step's first group.
 EvictionTerms Terms(const Plan& plan, MxBlock& block, size_t i, int64_t rows,
                     EvictionEngines& engines) {
   NeuronCore& core = CurrentCore();
@@ -436,6 +436,11 @@ void ProjectStep(const Plan& plan, MxBlock& block, const MxRows& rows,
                  const TensorView& out_rows, bool last, EvictionEngines& engines) {
   NeuronCore& core = CurrentCore();
   const size_t groups = block.pieces.size() * rows.subtiles.size();
+  // Every piece's broadcast before the first group: at a block's start the PE waits for the
+  // block's first weights anyway, and the K = 1 matmuls then stay out of the stream of groups.
+  for (size_t i = 0; i < block.pieces.size(); ++i) {
+    Terms(plan, block, i, rows.subtiles.front().size, engines);
+  }
   size_t group = 0;
   for (size_t i = 0; i < block.pieces.size(); ++i) {
     const Range& cols = block.pieces[i];

@@ -9,10 +9,13 @@
 // Loop order: tiles are grouped into blocks whose transposed inputs stay in SBUF; for each column
 // bank, the bank's weight slab (H / 128 subtiles) streams through a WeightStream ring and serves
 // every tile of the block, so the weights cross HBM once per block. Bank 0 of a block also runs
-// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). At eviction
+// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). MX without
+// norm or fused add warms up: its first two banks run tile by tile (each arriving tile feeds two
+// banks, so the PE does not wait on the HBM port for the whole block's inputs behind bank 0). At eviction
 // the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
 // first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -32,6 +35,12 @@ using nisa::AluOp;
 constexpr int64_t kCteFoldSeqPerCore = 640;  // S < 640 * LNC folds [B, S] into B * S rows
 constexpr int64_t kLookaheadChunks = 8;      // weight chunks prefetched past a bank's slab
 constexpr int kEvictionRing = 3;             // eviction buffers in flight
+// An MX front end that only quantizes keeps more: its stores queue behind the input loads and
+// weights on the DMA queues, and an eviction must not wait for the store of the one before last.
+constexpr int kMxEvictionRing = 8;
+constexpr int64_t kMxWarmBanks = 2;          // MX: banks run tile by tile at a block's start
+constexpr int64_t kMxRowBuffers = 8;         // MX: input row tiles in flight
+constexpr int64_t kWarmSplit = 2;            // DMAs per weight chunk of the first slab (warm-up)
 // A bank's store as four DMAs of a quarter of the rows on four queues: a quarter of the latency
 // (which matters for the last one), and the queues have room to spare in a PE-bound kernel.
 constexpr int64_t kStorePieces = 4;
@@ -68,13 +77,14 @@ struct CtePlan {
   int64_t h_chunks = 0;     // chunks per column bank
   int64_t block_tiles = 1;  // row tiles sharing one pass over the weights
   int64_t slots = 1;        // weight ring size
+  int64_t warm_banks = 1;   // banks of a block run tile by tile (their slabs resident together)
 };
 
 // Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two
 // tiles' transposed inputs; failing that, one tile per block and the weights re-streamed for
 // every tile. per_tile: SBUF bytes per partition each tile of a block holds.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
-                int64_t dma_target, bool rope) {
+                int64_t dma_target, bool rope, int64_t warm_banks) {
   const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   const int64_t wbytes = static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   const int64_t unit = rope ? cfg.d : 1;
@@ -91,7 +101,8 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
   for (int64_t shift = 0; shift < 3 && tiles > 1; ++shift) {
     CtePlan plan = chunking(std::max(unit, (base >> shift) / unit * unit));
     const int64_t slot_bytes = plan.hc * plan.width * wbytes;
-    plan.slots = plan.h_chunks + std::min(plan.h_chunks, kLookaheadChunks);
+    plan.warm_banks = warm_banks;
+    plan.slots = warm_banks * plan.h_chunks + std::min(plan.h_chunks, kLookaheadChunks);
     const int64_t room = free_bytes - plan.slots * slot_bytes;
     if (room >= 2 * per_tile) {
       plan.block_tiles = std::min(tiles, room / per_tile);
@@ -109,8 +120,13 @@ class Rope {
  public:
   Rope(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int64_t tiles, int64_t width)
       : cfg_(cfg), params_(p) {
-    cos_ = core.AllocateSbuf("cos", {cfg.partitions, tiles, cfg.d}, p.cos_cache.dtype());
-    sin_ = core.AllocateSbuf("sin_half", {cfg.partitions, tiles, cfg.d / 2}, p.sin_cache.dtype());
+    // One tile per row tile: the scoreboard tracks whole tiles, so a shared [P, tiles, d] tile
+    // would make each tile's rotation wait for the caches of every tile loaded before it.
+    for (int64_t t = 0; t < tiles; ++t) {
+      cos_.push_back(core.AllocateSbuf("cos", {cfg.partitions, cfg.d}, p.cos_cache.dtype()));
+      sin_.push_back(
+          core.AllocateSbuf("sin_half", {cfg.partitions, cfg.d / 2}, p.sin_cache.dtype()));
+    }
     for (Tile& t : tmp_)
       t = core.AllocateSbuf("rope_tmp", {cfg.partitions, width}, DType::kFloat32);
   }
@@ -119,8 +135,9 @@ class Rope {
     auto cache = [&](const TensorView& c, int64_t cols) {
       return c.reshape({cfg_.tokens, cfg_.d}).slice(0, rows.r0, rows.r0 + rows.n).slice(1, 0, cols);
     };
-    nisa::dma_copy(cos_.select(1, t).slice(0, 0, rows.n), cache(params_.cos_cache, cfg_.d));
-    nisa::dma_copy(sin_.select(1, t).slice(0, 0, rows.n), cache(params_.sin_cache, cfg_.d / 2));
+    const size_t i = static_cast<size_t>(t);
+    nisa::dma_copy(cos_[i].slice(0, 0, rows.n), cache(params_.cos_cache, cfg_.d));
+    nisa::dma_copy(sin_[i].slice(0, 0, rows.n), cache(params_.sin_cache, cfg_.d / 2));
   }
 
   // out and x: [n, heads * d]; x (fp32, evicted with bias) is overwritten.
@@ -128,8 +145,9 @@ class Rope {
     const int64_t n = x.partitions(), d = cfg_.d, h = d / 2, heads = x.free_size() / d;
     const Tile xv = x.reshape({heads, d});
     const Tile tv = tmp_[turn_++ % 2].slice(0, 0, n).slice(1, 0, heads * d).reshape({heads, d});
-    const Tile cos = cos_.select(1, t).slice(0, 0, n).reshape({1, d}).broadcast(1, heads);
-    const Tile sin = sin_.select(1, t).slice(0, 0, n).reshape({1, h}).broadcast(1, heads);
+    const size_t i = static_cast<size_t>(t);
+    const Tile cos = cos_[i].slice(0, 0, n).reshape({1, d}).broadcast(1, heads);
+    const Tile sin = sin_[i].slice(0, 0, n).reshape({1, h}).broadcast(1, heads);
     nisa::scalar_tensor_tensor(tv.slice(2, 0, h), xv.slice(2, h, d), AluOp::kMultiply, -1.0f,
                                AluOp::kMultiply, sin);
     nisa::tensor_tensor(tv.slice(2, h, d), xv.slice(2, 0, h), sin, AluOp::kMultiply);
@@ -140,7 +158,7 @@ class Rope {
  private:
   const QkvConfig& cfg_;
   const QkvParams& params_;
-  Tile cos_, sin_;  // [P, tiles, d] and [P, tiles, d / 2], in the caches' dtype
+  std::vector<Tile> cos_, sin_;  // per row tile: [P, d] and [P, d / 2], in the caches' dtype
   Tile tmp_[2];
   int64_t turn_ = 0;
 };
@@ -176,12 +194,15 @@ class CteRunner {
   int64_t turn_ = 0;
 };
 
-// Double-buffers the front end's row tiles when two fit in a quarter of SBUF.
-int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, int64_t tiles) {
-  const int64_t two = 2 * cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
-  return tiles > 1 && two <= static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4
-             ? 2
-             : 1;
+// Double-buffers the front end's row tiles when two fit in a quarter of SBUF. An MX front end
+// that only quantizes keeps up to kMxRowBuffers in flight: its loads are issued before the
+// weights that follow them on the queues, and its PE eats a tile four times as fast.
+int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int64_t tiles) {
+  const int64_t row = cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
+  const int64_t quarter = static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4;
+  const int64_t want =
+      std::min<int64_t>(tiles, CtePrologue::QuantizeOnly(cfg, p) ? kMxRowBuffers : 2);
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, quarter / row)));
 }
 
 CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
@@ -189,7 +210,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
     : cfg_(cfg),
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
-      buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()))),
+      buffers_(RowBuffers(core, cfg, p, static_cast<int64_t>(tiles_.size()))),
       prologue_(core, cfg, p, buffers_),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
@@ -197,7 +218,8 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   const HardwareProfile& prof = core.profile();
   for (int64_t i = 2; i < prof.psum_banks(); ++i)
     acc_.push_back(core.AllocatePsum("acc", {np, bank}));
-  for (int i = 0; i < kEvictionRing; ++i) {
+  const int ring = CtePrologue::QuantizeOnly(cfg, p) ? kMxEvictionRing : kEvictionRing;
+  for (int i = 0; i < ring; ++i) {
     out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
     if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
   }
@@ -207,10 +229,12 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       (cfg.mx() ? cfg.h / 4 * 5 : cfg.h * xbytes) +
       (rope_ ? 3 * cfg.d / 2 * static_cast<int64_t>(SizeOf(p.cos_cache.dtype())) : 0);
   const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
-  const int64_t mx_scale_ring = cfg.mx() ? 2 * cfg.mx_chunks() * bank : 0;  // MxBankScales
+  const int64_t warm = CtePrologue::QuantizeOnly(cfg, p) ? kMxWarmBanks : 1;
+  // MxBankScales: a ring of two groups of `warm` banks.
+  const int64_t mx_scale_ring = cfg.mx() ? 2 * warm * cfg.mx_chunks() * bank : 0;
   plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
                   SbufFreeBytes(core) - rope_tmp - mx_scale_ring,
-                  per_tile, DmaTargetBytes(prof), rope_);
+                  per_tile, DmaTargetBytes(prof), rope_, warm);
   const int64_t subtiles = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   for (int64_t t = 0; t < plan_.block_tiles; ++t) {
     if (cfg.mx()) {
@@ -220,7 +244,9 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       x_t_.push_back(core.AllocateSbuf("x_t", {np, subtiles, np}, prologue_.transposed_dtype()));
     }
   }
-  if (cfg.mx()) w_scales_ = MxBankScales(core, cfg, p, 1, 0, subtiles, np, plan_.width);
+  if (cfg.mx()) {
+    w_scales_ = MxBankScales(core, cfg, p, 1, 0, subtiles, np, plan_.width, mx_scale_ring);
+  }
   if (rope_) rotary_ = std::make_unique<Rope>(core, cfg, p, plan_.block_tiles, plan_.width);
 
   const int64_t banks = (cfg.i + plan_.width - 1) / plan_.width;
@@ -245,13 +271,21 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
 void CteRunner::Run() {
   const int64_t ntiles = static_cast<int64_t>(tiles_.size());
   int64_t loaded = 0;
+  // A tile's RoPE caches load with its rows when the tile is in the current block (their
+  // buffers are per block position, still read by the block before), else at the block's start.
+  int64_t rope_next = 0, block_end = std::min(plan_.block_tiles, ntiles);
+  auto load_rope = [&] {
+    for (; rope_ && rope_next < std::min(loaded, block_end); ++rope_next) {
+      rotary_->Load(rope_next % plan_.block_tiles, tiles_[rope_next]);
+    }
+  };
   auto load_next = [&] {
     if (loaded == ntiles) return;
     prologue_.Load(static_cast<int>(loaded % buffers_), tiles_[loaded].r0, tiles_[loaded].n);
     ++loaded;
+    load_rope();
   };
-  auto prepare = [&](int64_t g, int64_t t) {
-    if (rope_) rotary_->Load(t, tiles_[g]);
+  auto prepare = [&](int64_t g) {
     prologue_.Prepare(static_cast<int>(g % buffers_));
   };
   auto transpose = [&](int64_t g, int64_t t) {
@@ -262,32 +296,78 @@ void CteRunner::Run() {
     }
     load_next();
   };
-  while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
   const int64_t banks = (cfg_.i + plan_.width - 1) / plan_.width;
-  if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);
+  if (plan_.warm_banks > 1) {
+    // The HBM port in the order the first cells need it: tile 0, bank 0's slab (each chunk over
+    // several queues, so the first matmuls start early), tile 1, the other warm banks' slabs,
+    // then the rest of the ring.
+    const int64_t warm = std::min(plan_.warm_banks, banks);
+    stream_->SplitFirst(warm * plan_.h_chunks, kWarmSplit);
+    load_next();
+    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks, /*groups=*/1);
+    for (int64_t b = 1; b <= warm; ++b) {
+      stream_->IssueUpTo(b * plan_.h_chunks);
+      if (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
+    }
+    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);  // the second group, after the slabs
+    while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
+  } else {
+    while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
+    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);
+  }
   stream_->Start();  // after the first tiles' loads on the HBM port
+  // One cell: tile t of the block against column bank `bank` (the slab at chunk `first_chunk`).
+  // `then` runs between the matmuls and the eviction (the next tile's PE transposes go there).
+  auto cell = [&](int64_t first, int64_t t, int64_t nb, int64_t bank, int64_t first_chunk,
+                  const Tile& ws, const std::function<void()>& then) {
+    const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
+    const RowTile& rows = tiles_[first + t];
+    const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
+    if (cfg_.mx()) {
+      MatmulMx(acc, t, ws.slice(2, 0, width), rows.n, first_chunk, /*release=*/t == nb - 1);
+    } else {
+      Matmul(acc, x_t_[t], rows.n, first_chunk, /*release=*/t == nb - 1);
+    }
+    if (then) then();
+    Finish(acc, rows, t, c0);
+    ++turn_;
+  };
   int64_t chunk = 0;
   for (int64_t first = 0; first < ntiles; first += plan_.block_tiles) {
     const int64_t nb = std::min(plan_.block_tiles, ntiles - first);
-    prepare(first, 0);
+    block_end = first + nb;
+    load_rope();
+    prepare(first);
     transpose(first, 0);
-    for (int64_t bank = 0; bank < banks; ++bank, chunk += plan_.h_chunks) {
-      const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
-      const Tile ws = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
-      for (int64_t t = 0; t < nb; ++t) {
-        const bool front = bank == 0 && t + 1 < nb;
-        if (front) prepare(first + t + 1, t + 1);
-        const RowTile& rows = tiles_[first + t];
-        const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
-        if (cfg_.mx()) {
-          MatmulMx(acc, t, ws.slice(2, 0, width), rows.n, chunk, /*release=*/t == nb - 1);
-        } else {
-          Matmul(acc, x_t_[t], rows.n, chunk, /*release=*/t == nb - 1);
-        }
-        if (front) transpose(first + t + 1, t + 1);
-        Finish(acc, rows, t, c0);
-        ++turn_;
+    // The first plan_.warm_banks banks run tile by tile, with the front end: each tile's input
+    // then serves several banks' matmuls as it arrives, so the PE is not left waiting on the HBM
+    // port for the whole block's inputs behind bank 0 (MX, where the PE is 4x faster).
+    const int64_t warm = std::min(plan_.warm_banks, banks);
+    std::vector<Tile> ws(static_cast<size_t>(warm));
+    for (int64_t b = 0; b < warm; ++b) {
+      if (cfg_.mx()) ws[static_cast<size_t>(b)] = w_scales_.Get(bank_seq_ + b);
+    }
+    // A front end with no PE work (MX quantize only) runs a tile ahead, so the next tile's
+    // quantization is not queued on Vector behind this tile's evictions.
+    const bool ahead = prologue_.quantize_only();
+    for (int64_t t = 0; t < nb; ++t) {
+      const bool front = t + 1 < nb;
+      if (front) prepare(first + t + 1);
+      if (front && ahead) transpose(first + t + 1, t + 1);
+      const std::function<void()> next = [&] { transpose(first + t + 1, t + 1); };
+      for (int64_t b = 0; b < warm; ++b) {
+        const bool last = b + 1 == warm;
+        cell(first, t, nb, b, chunk + b * plan_.h_chunks, ws[static_cast<size_t>(b)],
+             front && !ahead && last ? next : nullptr);
       }
+    }
+    for (int64_t b = 0; b < warm; ++b) {
+      if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
+    }
+    chunk += warm * plan_.h_chunks;
+    for (int64_t bank = warm; bank < banks; ++bank, chunk += plan_.h_chunks) {
+      const Tile w_scale = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
+      for (int64_t t = 0; t < nb; ++t) cell(first, t, nb, bank, chunk, w_scale, nullptr);
       if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
     }
   }
@@ -332,7 +412,7 @@ void CteRunner::MatmulMx(const Tile& acc, int64_t t, const Tile& w_scale, int64_
 
 void CteRunner::Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t c0) {
   const int64_t n = rows.n, width = acc.free_size();
-  const size_t slot = static_cast<size_t>(turn_ % kEvictionRing);
+  const size_t slot = static_cast<size_t>(turn_ % static_cast<int64_t>(out_.size()));
   const Tile out = out_[slot].slice(0, 0, n).slice(1, 0, width);
   // Columns [0, rotated) of this bank are Q or K heads to rotate; the rest are copied.
   const int64_t qk_end = rope_ ? (cfg_.n_q + cfg_.n_kv) * cfg_.d : 0;

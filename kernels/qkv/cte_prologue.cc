@@ -38,7 +38,7 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
 CtePrologue::CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params,
                          int buffers)
     : cfg_(cfg), params_(params), r0_(buffers, 0), n_(buffers, 0) {
-  mx_direct_ = cfg.mx() && cfg.norm == NormType::kNoNorm && !params.fused_residual_add;
+  mx_direct_ = QuantizeOnly(cfg, params);
   const int64_t np = cfg.partitions, h1 = cfg.h / np;
   const int64_t chunk = std::min(cfg.h, kColumnChunk);
   for (int i = 0; i < buffers; ++i) {

@@ -24,7 +24,7 @@ namespace nkisim::kernels {
 
 class CtePrologue {
  public:
-  // buffers: row tiles in flight (1 or 2). Allocates its SBUF and two PSUM banks.
+  // buffers: row tiles in flight. Allocates its SBUF and two PSUM banks.
   CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params, int buffers);
 
   // Issues the DMAs bringing token rows [r0, r0 + n) (n <= partitions) into buffer `slot`.
@@ -45,6 +45,11 @@ class CtePrologue {
 
   // The dtype Transpose writes into x_t.
   DType transposed_dtype() const { return cfg_.matmul_input_dtype(); }
+  // True when TransposeMx only quantizes (no PE work): MX with neither norm nor fused add.
+  static bool QuantizeOnly(const QkvConfig& cfg, const QkvParams& params) {
+    return cfg.mx() && cfg.norm == NormType::kNoNorm && !params.fused_residual_add;
+  }
+  bool quantize_only() const { return mx_direct_; }
 
  private:
   void ResidualAdd(const Tile& x, int64_t r0);

@@ -79,14 +79,31 @@ Tile WeightStream::SlotView(size_t slot, const TensorView& view) const {
   return slots_[slot].slice(0, 0, view.dim(0)).slice(1, 0, NumElements(free)).reshape(free);
 }
 
-void WeightStream::Start() {
-  while (issued_ < std::min(chunks_, slots())) Issue(issued_);
+void WeightStream::Start() { IssueUpTo(chunks_); }
+
+void WeightStream::IssueUpTo(int64_t k) {
+  while (issued_ < std::min({k, chunks_, released_ + slots()})) Issue(issued_);
+}
+
+void WeightStream::SplitFirst(int64_t k, int64_t pieces) {
+  split_chunks_ = k;
+  split_pieces_ = std::max<int64_t>(1, pieces);
 }
 
 void WeightStream::Issue(int64_t k) {
   const size_t slot = static_cast<size_t>(k % slots());
   TensorView view = source_(k);
-  nisa::dma_copy(SlotView(slot, view), view);
+  const Tile dst = SlotView(slot, view);
+  const int last = view.rank() - 1;
+  const int64_t pieces = k < split_chunks_ ? std::min(split_pieces_, view.dim(last)) : 1;
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t lo = view.dim(last) * i / pieces, hi = view.dim(last) * (i + 1) / pieces;
+    if (pieces == 1) {
+      nisa::dma_copy(dst, view);
+    } else {
+      nisa::dma_copy(dst.slice(last, lo, hi), view.slice(last, lo, hi));
+    }
+  }
   resident_[slot] = view;
   ++issued_;
 }

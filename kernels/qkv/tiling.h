@@ -60,6 +60,13 @@ class WeightStream {
   // Issues the DMAs of the first `slots` chunks. Separate from construction, so a kernel can put
   // the loads it needs first ahead of the weights on the HBM port.
   void Start();
+  // Issues the DMAs of chunks up to (not including) k, as far as the ring has room: a kernel can
+  // interleave the first chunks with its other loads on the queues, then Start() the rest.
+  void IssueUpTo(int64_t k);
+  // Chunks [0, k) are each issued as `pieces` DMAs cut along their last dim, so the first ones
+  // land over several queues at once instead of each holding one queue for its whole transfer.
+  // Call before any chunk is issued.
+  void SplitFirst(int64_t k, int64_t pieces);
   // The slot holding chunk k, viewed with chunk k's shape. REQUIRES: chunk k is resident (its
   // DMA issued, the chunk not released); otherwise throws Error(kInternal).
   Tile Get(int64_t k) const;
@@ -80,6 +87,7 @@ class WeightStream {
   int64_t chunks_;
   int64_t issued_ = 0;
   int64_t released_ = 0;
+  int64_t split_chunks_ = 0, split_pieces_ = 1;
 };
 
 }  // namespace nkisim::kernels

@@ -91,5 +91,33 @@ TEST_F(QkvTilingTest, WeightRingRefillWaitsForTheReaderOfTheSlot) {
             "WeightStream: chunk 0 released out of order (next is 1)");
 }
 
+// SplitFirst cuts the first chunks into DMAs along their last dim (landing on several queues at
+// once), IssueUpTo issues no further than asked nor than the ring has room for, and the chunks
+// arrive whole either way.
+TEST_F(QkvTilingTest, WeightStreamSplitsTheFirstChunksAndIssuesOnRequest) {
+  const TensorView w = Counting({128, 4, 512});
+  WeightStream stream(core_, 512, DType::kBFloat16, 4, 3,
+                      [&](int64_t k) { return w.slice(1, k, k + 1); });
+  stream.SplitFirst(2, 4);
+  stream.IssueUpTo(1);
+  EXPECT_EQ(Records("dma_copy").size(), 4u);  // chunk 0 as 4 DMAs
+  stream.IssueUpTo(10);                        // the ring holds 3: chunks 1 (4 DMAs) and 2 (1)
+  auto dmas = Records("dma_copy");
+  ASSERT_EQ(dmas.size(), 9u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(dmas[static_cast<size_t>(i)].bytes, 128 * 128 * 2) << i;
+  EXPECT_EQ(dmas[8].bytes, 128 * 512 * 2);
+  // The four pieces of chunk 0 run side by side on four queues: they end together, sooner than
+  // the whole chunk 2 does on one.
+  EXPECT_DOUBLE_EQ(dmas[0].end_ns, dmas[3].end_ns);
+  EXPECT_LT(dmas[0].end_ns, dmas[8].end_ns);
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(stream.Get(k).ToFloats(), w.slice(1, k, k + 1).ToFloats()) << k;
+  }
+  stream.Release(0);  // frees a slot: chunk 3 is issued whole
+  dmas = Records("dma_copy");
+  ASSERT_EQ(dmas.size(), 10u);
+  EXPECT_EQ(stream.Get(3).ToFloats(), w.slice(1, 3, 4).ToFloats());
+}
+
 }  // namespace
 }  // namespace nkisim::kernels
