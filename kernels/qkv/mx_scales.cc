@@ -17,13 +17,6 @@ int64_t GroupBanks(int64_t banks, int64_t bank_bytes, int64_t budget_bytes) {
 
 }  // namespace
 
-int64_t MxBankScales::SbufBytes(const QkvConfig& cfg, int64_t q_chunks, int64_t width,
-                                int64_t budget_bytes) {
-  const int64_t banks = (cfg.i + width - 1) / width, bank_bytes = q_chunks * width;
-  const int64_t g = GroupBanks(banks, bank_bytes, budget_bytes);
-  return g == banks ? std::min(cfg.i, banks * width) * q_chunks : 2 * g * bank_bytes;
-}
-
 MxBankScales::MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int parts,
                            int part, int64_t q_chunks, int64_t partitions, int64_t width,
                            int64_t budget_bytes)

@@ -30,10 +30,6 @@ class MxBankScales {
   MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params, int parts,
                int part, int64_t q_chunks, int64_t partitions, int64_t width, int64_t budget_bytes);
 
-  // Bytes per partition the scales take for these arguments (what the constructor allocates).
-  static int64_t SbufBytes(const QkvConfig& cfg, int64_t q_chunks, int64_t width,
-                           int64_t budget_bytes);
-
   // Issues the loads of the first `groups` (1 or 2) groups of a sequence of `total` banks, those
   // not issued yet: call it before the weight stream starts, so the scales the first matmuls need
   // are not queued behind the weights.
