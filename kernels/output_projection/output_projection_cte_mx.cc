@@ -221,7 +221,8 @@ struct MxBlock {
   std::vector<std::vector<Tile>> weight;  // [piece][chunk] x4 [Pc, piece size]
   std::vector<Range> scale_ranges;        // MX: columns within the block of each scale tile
   std::vector<Tile> scale;                // MX: [P, chunks, range size] uint8
-  // Column-wise eviction terms per piece, [rows, piece size], broadcast on chip on first use.
+  // Column-wise eviction terms per piece, [rows, piece size], broadcast on chip before the
+  // block's first group.
   std::vector<Tile> bias;
   std::vector<Tile> row_scale;            // ROW_MX
 };

@@ -80,9 +80,10 @@ struct CtePlan {
   int64_t warm_banks = 1;   // banks of a block run tile by tile (their slabs resident together)
 };
 
-// Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two
-// tiles' transposed inputs; failing that, one tile per block and the weights re-streamed for
-// every tile. per_tile: SBUF bytes per partition each tile of a block holds.
+// Picks the widest column bank whose weight slabs (warm_banks of them resident together, plus
+// lookahead) fit next to at least two tiles' transposed inputs; failing that, one tile per block,
+// no warm-up, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each
+// tile of a block holds.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
                 int64_t dma_target, bool rope, int64_t warm_banks) {
   const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
@@ -225,9 +226,14 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   }
   const int64_t xbytes = static_cast<int64_t>(SizeOf(prologue_.transposed_dtype()));
   // MX: a tile's x4 elements (4 B per 4 rows of H) and their scales (1 B each).
+  // The RoPE caches are two allocations per tile (cos [P, d], sin [P, d / 2]), each rounded up
+  // to the SBUF granule.
+  const int64_t granule = static_cast<int64_t>(core.sbuf().granule());
+  auto rounded = [granule](int64_t bytes) { return (bytes + granule - 1) / granule * granule; };
+  const int64_t cache_bytes = static_cast<int64_t>(SizeOf(p.cos_cache.dtype()));
   const int64_t per_tile =
       (cfg.mx() ? cfg.h / 4 * 5 : cfg.h * xbytes) +
-      (rope_ ? 3 * cfg.d / 2 * static_cast<int64_t>(SizeOf(p.cos_cache.dtype())) : 0);
+      (rope_ ? rounded(cfg.d * cache_bytes) + rounded(cfg.d / 2 * cache_bytes) : 0);
   const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
   const int64_t warm = CtePrologue::QuantizeOnly(cfg, p) ? kMxWarmBanks : 1;
   // MxBankScales: a ring of two groups of `warm` banks.
@@ -264,10 +270,11 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
                                            total, std::min(plan_.slots, total), source);
 }
 
-// Program order decides each engine's order, so the front end is software-pipelined in bank 0:
-// tile t + 1's norm (Scalar / Vector) is issued before tile t's matmuls and evictions, its
-// transposes (PE) right after tile t's matmuls, and the load of the tile `buffers_` ahead right
-// after the transposes that free its buffer.
+// Program order decides each engine's order, so the front end is software-pipelined in the
+// block's first bank (the warm banks in the MX warm-up): tile t + 1's norm (Scalar / Vector) is
+// issued before tile t's matmuls and evictions, its transposes (PE) right after tile t's matmuls
+// (a quantize-only MX front end: before them, as it has no PE work), and the load of the tile
+// `buffers_` ahead right after the transposes that free its buffer.
 void CteRunner::Run() {
   const int64_t ntiles = static_cast<int64_t>(tiles_.size());
   int64_t loaded = 0;

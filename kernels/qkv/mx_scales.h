@@ -2,8 +2,8 @@
 // a time. qkv_w_scale [H / 32, I] holds one scale per 32 rows of H (8 packed rows) and column;
 // chunk q of 4 x 128 rows has 16 of them, which nc_matmul_mx wants on partitions 0-3, 32-35, 64-67
 // and 96-99 of the scale tile (runtime/mx.h); a chunk of 4 x 64 rows has 8, on partitions 0-3 and
-// 32-35. A group's scales load as four DMAs (one per quadrant), whatever the number of banks in
-// it, so the larger the group the fewer DMAs pay their fixed cost:
+// 32-35. A group's scales load as one DMA per quadrant (four on 128 partitions), whatever the
+// number of banks in it, so the larger the group the fewer DMAs pay their fixed cost:
 //   * when every bank fits the SBUF budget, one group holds them all and loads once, however many
 //     times the kernel walks the banks;
 //   * otherwise a ring of two groups, the next loading while the current one's matmuls run.

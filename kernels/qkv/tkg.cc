@@ -90,10 +90,13 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
     for (int64_t q = 0; q < q_chunks; ++q) {
       nisa::quantize_mx(x4.select(1, q), x_in.select(2, q), x_scales.select(1, q));
     }
-    // Every bank's scales at once when they take at most a quarter of the free SBUF: four DMAs
-    // in all instead of four per bank.
-    w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, mp, cfg.bank_cols,
-                            SbufFreeBytes(core) / 4);
+    // The weight scales in groups of two banks (one DMA per quadrant and group, not per bank),
+    // through a ring of two groups; four banks or fewer load once. Four banks' worth of SBUF, as
+    // long as that is at most a quarter of the free SBUF (else two: a bank at a time).
+    const int64_t bank_bytes = q_chunks * cfg.bank_cols;
+    const int64_t budget =
+        std::max(2 * bank_bytes, std::min(4 * bank_bytes, SbufFreeBytes(core) / 4));
+    w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, mp, cfg.bank_cols, budget);
   }
   const Epilogue epilogue(core, cfg, params, tokens, cfg.io_dtype, /*add_bias=*/s == 0);
   Tile full = core.AllocateSbuf("qkv", {tokens, cfg.i}, cfg.io_dtype);
