@@ -25,6 +25,7 @@
 #include "kernels/qkv/mx_scales.h"
 #include "kernels/qkv/tiling.h"
 #include "kernels/qkv/variants.h"
+#include "runtime/cost_model.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -113,6 +114,21 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
   CtePlan plan = chunking(base);
   plan.slots = std::max<int64_t>(1, (free_bytes - per_tile) / (plan.hc * plan.width * wbytes));
   return plan;
+}
+
+// The time an MX CTE plan needs at least, ns: the larger of its matmuls on the PE and its HBM
+// traffic (the weights once per block, the rows in, the outputs out), for `tiles` row tiles.
+double MxCteEstimateNs(const QkvConfig& cfg, const HardwareProfile& prof, const CtePlan& plan,
+                       int64_t tiles) {
+  const int64_t blocks = (tiles + plan.block_tiles - 1) / plan.block_tiles;
+  const int64_t banks = (cfg.i + plan.width - 1) / plan.width;
+  const double pe_ns =
+      static_cast<double>(tiles * banks * cfg.mx_chunks()) * MxMatmulNs(prof, plan.width);
+  const int64_t weight_bytes = cfg.h * cfg.i;  // x4 fp8: one byte per weight
+  const int64_t io_bytes = tiles * cfg.partitions *
+                           (cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype)) +
+                            cfg.i * static_cast<int64_t>(SizeOf(cfg.out_dtype)));
+  return std::max(pe_ns, HbmTransferNs(prof, blocks * weight_bytes + io_bytes));
 }
 
 // Fused RoPE on the Q and K heads of one eviction: out = X * cos + [-X2, X1] * sin_half, with
@@ -219,11 +235,6 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   const HardwareProfile& prof = core.profile();
   for (int64_t i = 2; i < prof.psum_banks(); ++i)
     acc_.push_back(core.AllocatePsum("acc", {np, bank}));
-  const int ring = CtePrologue::QuantizeOnly(cfg, p) ? kMxEvictionRing : kEvictionRing;
-  for (int i = 0; i < ring; ++i) {
-    out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
-    if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
-  }
   const int64_t xbytes = static_cast<int64_t>(SizeOf(prologue_.transposed_dtype()));
   // MX: a tile's x4 elements (4 B per 4 rows of H) and their scales (1 B each).
   // The RoPE caches are two allocations per tile (cos [P, d], sin [P, d / 2]), each rounded up
@@ -235,12 +246,41 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       (cfg.mx() ? cfg.h / 4 * 5 : cfg.h * xbytes) +
       (rope_ ? rounded(cfg.d * cache_bytes) + rounded(cfg.d / 2 * cache_bytes) : 0);
   const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
-  const int64_t warm = CtePrologue::QuantizeOnly(cfg, p) ? kMxWarmBanks : 1;
   // MxBankScales: a ring of two groups of `warm` banks.
-  const int64_t mx_scale_ring = cfg.mx() ? 2 * warm * cfg.mx_chunks() * bank : 0;
-  plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
-                  SbufFreeBytes(core) - rope_tmp - mx_scale_ring,
-                  per_tile, DmaTargetBytes(prof), rope_, warm);
+  auto scale_ring = [&](int64_t warm) { return cfg.mx() ? 2 * warm * cfg.mx_chunks() * bank : 0; };
+  auto ring_bytes = [&](int ring) {
+    return ring * (rounded(bank * static_cast<int64_t>(SizeOf(cfg.out_dtype))) +
+                   (rope_ ? rounded(bank * 4) : 0));
+  };
+  struct Choice {
+    CtePlan plan;
+    int ring;  // eviction buffers
+  };
+  auto choose = [&](int64_t warm, int ring) {
+    return Choice{PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
+                          SbufFreeBytes(core) - rope_tmp - scale_ring(warm) - ring_bytes(ring),
+                          per_tile, DmaTargetBytes(prof), rope_, warm),
+                  ring};
+  };
+  Choice pick = choose(1, kEvictionRing);
+  if (CtePrologue::QuantizeOnly(cfg, p)) {
+    // The MX warm-up (two banks' slabs resident, more eviction buffers) leaves less SBUF for a
+    // block's tiles, and every extra block streams the weights once more: it is taken unless
+    // that traffic would make the kernel HBM-bound where it was not (H 16384 went from 1.38x
+    // to 1.70x when it was always taken).
+    const int64_t tiles = static_cast<int64_t>(tiles_.size());
+    const Choice warm = choose(kMxWarmBanks, kMxEvictionRing);
+    if (warm.plan.warm_banks > 1 && MxCteEstimateNs(cfg, prof, warm.plan, tiles) <=
+                                        MxCteEstimateNs(cfg, prof, pick.plan, tiles)) {
+      pick = warm;
+    }
+  }
+  plan_ = pick.plan;
+  for (int i = 0; i < pick.ring; ++i) {
+    out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
+    if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
+  }
+  const int64_t mx_scale_ring = scale_ring(plan_.warm_banks);
   const int64_t subtiles = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   for (int64_t t = 0; t < plan_.block_tiles; ++t) {
     if (cfg.mx()) {
