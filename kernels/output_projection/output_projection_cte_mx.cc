@@ -405,29 +405,31 @@ Tile BroadcastPiece(NeuronCore& core, const char* name, const Tile& ones, const 
   return result;
 }
 
-// The eviction terms of piece i of the block for `rows` rows; broadcasts the bias and ROW_MX
-// scale of the piece the first time it is asked for (its own tile: a group waits only for its
-// own piece). ProjectStep asks for every piece before a step's first group.
-EvictionTerms Terms(const Plan& plan, MxBlock& block, size_t i, int64_t rows,
-                    EvictionEngines& engines) {
+// Broadcasts the bias and ROW_MX scale of every piece of the block not broadcast yet (each its
+// own tile: a group waits only for its own piece). Called before a step's first group: at a
+// block's start the PE waits for the block's first weights anyway, and the K = 1 matmuls then
+// stay out of the stream of groups; later steps of the block find them done.
+void BroadcastPieces(const Plan& plan, MxBlock& block, EvictionEngines& engines) {
   NeuronCore& core = CurrentCore();
-  const Range piece{block.columns.begin - plan.shard.begin + block.pieces[i].begin,
-                    block.pieces[i].size};
-  EvictionTerms t;
-  if (plan.bias_row.valid()) {
-    if (!block.bias[i].valid()) {
+  for (size_t i = 0; i < block.pieces.size(); ++i) {
+    const Range piece{block.columns.begin - plan.shard.begin + block.pieces[i].begin,
+                      block.pieces[i].size};
+    if (plan.bias_row.valid() && !block.bias[i].valid()) {
       block.bias[i] =
           BroadcastPiece(core, "oproj_bias", plan.ones, plan.bias_row, piece, engines.Next());
     }
-    t.bias_row = block.bias[i].slice(0, 0, rows);
-  }
-  if (plan.scale_row.valid()) {
-    if (!block.row_scale[i].valid()) {
+    if (plan.scale_row.valid() && !block.row_scale[i].valid()) {
       block.row_scale[i] = BroadcastPiece(core, "oproj_row_scale", plan.ones_fp32,
                                           plan.scale_row, piece, engines.Next());
     }
-    t.scale_row = block.row_scale[i].slice(0, 0, rows);
   }
+}
+
+// The eviction terms of piece i of the block for `rows` rows. REQUIRES: BroadcastPieces ran.
+EvictionTerms Terms(const Plan& plan, const MxBlock& block, size_t i, int64_t rows) {
+  EvictionTerms t;
+  if (plan.bias_row.valid()) t.bias_row = block.bias[i].slice(0, 0, rows);
+  if (plan.scale_row.valid()) t.scale_row = block.row_scale[i].slice(0, 0, rows);
   if (plan.scales.dequant.valid()) t.scale_column = plan.scales.dequant.slice(0, 0, rows);
   return t;
 }
@@ -437,17 +439,13 @@ void ProjectStep(const Plan& plan, MxBlock& block, const MxRows& rows,
                  const TensorView& out_rows, bool last, EvictionEngines& engines) {
   NeuronCore& core = CurrentCore();
   const size_t groups = block.pieces.size() * rows.subtiles.size();
-  // Every piece's broadcast before the first group: at a block's start the PE waits for the
-  // block's first weights anyway, and the K = 1 matmuls then stay out of the stream of groups.
-  for (size_t i = 0; i < block.pieces.size(); ++i) {
-    Terms(plan, block, i, rows.subtiles.front().size, engines);
-  }
+  BroadcastPieces(plan, block, engines);
   size_t group = 0;
   for (size_t i = 0; i < block.pieces.size(); ++i) {
     const Range& cols = block.pieces[i];
     for (size_t r = 0; r < rows.subtiles.size(); ++r, ++group) {
       const Range& sub = rows.subtiles[r];
-      const EvictionTerms terms = Terms(plan, block, i, sub.size, engines);
+      const EvictionTerms terms = Terms(plan, block, i, sub.size);
       Tile psum = core.AllocatePsum("oproj_psum", {sub.size, cols.size});
       for (size_t c = 0; c < plan.chunks.size(); ++c) {
         nisa::nc_matmul_mx(psum, rows.data[r][c], block.weight[i][c], rows.scale[r][c],

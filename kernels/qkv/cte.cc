@@ -15,7 +15,6 @@
 // the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
 // first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -364,9 +363,10 @@ void CteRunner::Run() {
   }
   stream_->Start();  // after the first tiles' loads on the HBM port
   // One cell: tile t of the block against column bank `bank` (the slab at chunk `first_chunk`).
-  // `then` runs between the matmuls and the eviction (the next tile's PE transposes go there).
+  // With transpose_next, the next tile's front-end transposes go between the matmuls and the
+  // eviction.
   auto cell = [&](int64_t first, int64_t t, int64_t nb, int64_t bank, int64_t first_chunk,
-                  const Tile& ws, const std::function<void()>& then) {
+                  const Tile& ws, bool transpose_next) {
     const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
     const RowTile& rows = tiles_[first + t];
     const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
@@ -375,7 +375,7 @@ void CteRunner::Run() {
     } else {
       Matmul(acc, x_t_[t], rows.n, first_chunk, /*release=*/t == nb - 1);
     }
-    if (then) then();
+    if (transpose_next) transpose(first + t + 1, t + 1);
     Finish(acc, rows, t, c0);
     ++turn_;
   };
@@ -401,11 +401,9 @@ void CteRunner::Run() {
       const bool front = t + 1 < nb;
       if (front) prepare(first + t + 1);
       if (front && ahead) transpose(first + t + 1, t + 1);
-      const std::function<void()> next = [&] { transpose(first + t + 1, t + 1); };
       for (int64_t b = 0; b < warm; ++b) {
-        const bool last = b + 1 == warm;
         cell(first, t, nb, b, chunk + b * plan_.h_chunks, ws[static_cast<size_t>(b)],
-             front && !ahead && last ? next : nullptr);
+             front && !ahead && b + 1 == warm);
       }
     }
     for (int64_t b = 0; b < warm; ++b) {
@@ -414,7 +412,7 @@ void CteRunner::Run() {
     chunk += warm * plan_.h_chunks;
     for (int64_t bank = warm; bank < banks; ++bank, chunk += plan_.h_chunks) {
       const Tile w_scale = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
-      for (int64_t t = 0; t < nb; ++t) cell(first, t, nb, bank, chunk, w_scale, nullptr);
+      for (int64_t t = 0; t < nb; ++t) cell(first, t, nb, bank, chunk, w_scale, false);
       if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
     }
   }

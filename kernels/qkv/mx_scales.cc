@@ -24,11 +24,10 @@ MxBankScales::MxBankScales(NeuronCore& core, const QkvConfig& cfg, const QkvPara
       banks_((cfg.i + width - 1) / width), quadrants_(partitions / mx::kQuadrantPartitions) {
   group_banks_ = GroupBanks(banks_, q_chunks * width, budget_bytes);
   groups_per_pass_ = (banks_ + group_banks_ - 1) / group_banks_;
-  resident_ = groups_per_pass_ == 1;
   const int64_t cols = std::min(cfg.i, group_banks_ * width);
-  for (int r = 0; r < (resident_ ? 1 : 2); ++r) {
-    ring_[r] = core.AllocateSbuf("w_mx_scale", {partitions, q_chunks, cols}, DType::kUInt8);
-    if (!given_) nisa::memset(ring_[r], mx::kNeutralScale, Engine::kGpSimd);
+  for (int r = 0; r < (groups_per_pass_ == 1 ? 1 : 2); ++r) {
+    ring_.push_back(core.AllocateSbuf("w_mx_scale", {partitions, q_chunks, cols}, DType::kUInt8));
+    if (!given_) nisa::memset(ring_.back(), mx::kNeutralScale, Engine::kGpSimd);
   }
   // A quadrant's 32 partitions of x4 elements are 4 blocks: 4 scale rows.
   constexpr int64_t kRowsPerQuadrant = mx::kQuadrantPartitions / mx::kBlockPartitions;
@@ -43,7 +42,7 @@ int64_t MxBankScales::GroupOf(int64_t k) const {
 }
 
 int64_t MxBankScales::Groups(int64_t total) const {
-  if (resident_) return std::min<int64_t>(total, 1);
+  if (ring_.size() == 1) return std::min<int64_t>(total, 1);  // loaded once
   return total / banks_ * groups_per_pass_ + (total % banks_ + group_banks_ - 1) / group_banks_;
 }
 
@@ -54,11 +53,11 @@ void MxBankScales::Prefetch(int64_t total, int64_t groups) {
 Tile MxBankScales::Get(int64_t k) const {
   const int64_t b = k % banks_, c0 = b * width_, w = std::min(width_, cfg_->i - c0);
   const int64_t off = (b % group_banks_) * width_;
-  return ring_[resident_ ? 0 : GroupOf(k) % 2].slice(2, off, off + w);
+  return Slot(GroupOf(k)).slice(2, off, off + w);
 }
 
 void MxBankScales::Next(int64_t k, int64_t total) {
-  if (!given_ || resident_) return;
+  if (!given_ || ring_.size() == 1) return;
   const int64_t b = k % banks_;
   const bool ends_group = b % group_banks_ == group_banks_ - 1 || b == banks_ - 1;
   const int64_t g = GroupOf(k);
@@ -70,7 +69,7 @@ void MxBankScales::Load(int64_t g) {
   const int64_t c0 = b0 * width_, c1 = std::min(cfg_->i, (b0 + group_banks_) * width_);
   for (int64_t quadrant = 0; quadrant < quadrants_; ++quadrant) {
     const int64_t p0 = quadrant * mx::kQuadrantPartitions;
-    const Tile dst = ring_[resident_ ? 0 : g % 2].slice(0, p0, p0 + 4).slice(2, 0, c1 - c0);
+    const Tile dst = Slot(g).slice(0, p0, p0 + 4).slice(2, 0, c1 - c0);
     nisa::dma_copy(dst, rows_.select(1, quadrant).permute({1, 0, 2}).slice(2, c0, c1));
   }
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/qkv/config.h"
 #include "kernels/qkv/qkv.h"
@@ -45,17 +46,18 @@ class MxBankScales {
   int64_t GroupOf(int64_t k) const;  // the group sequence index of the k-th bank
   int64_t Groups(int64_t total) const;
   void Load(int64_t g);
+  const Tile& Slot(int64_t g) const { return ring_[static_cast<size_t>(g) % ring_.size()]; }
 
   const QkvConfig* cfg_ = nullptr;
   bool given_ = false;
   int64_t width_ = 0, banks_ = 1;
   int64_t group_banks_ = 1;     // banks per group
   int64_t groups_per_pass_ = 1;
-  bool resident_ = false;       // one group holds every bank: loaded once
   int64_t loaded_ = 0;          // groups whose load is issued
   TensorView rows_;             // [Q, quadrants, 4, I]: chunk, quadrant, row in the quadrant
   int64_t quadrants_ = 4;
-  Tile ring_[2];
+  // One tile when a group holds every bank (loaded once, however many passes), else two.
+  std::vector<Tile> ring_;
 };
 
 }  // namespace nkisim::kernels

@@ -98,11 +98,7 @@ void WeightStream::Issue(int64_t k) {
   const int64_t pieces = k < split_chunks_ ? std::min(split_pieces_, view.dim(last)) : 1;
   for (int64_t i = 0; i < pieces; ++i) {
     const int64_t lo = view.dim(last) * i / pieces, hi = view.dim(last) * (i + 1) / pieces;
-    if (pieces == 1) {
-      nisa::dma_copy(dst, view);
-    } else {
-      nisa::dma_copy(dst.slice(last, lo, hi), view.slice(last, lo, hi));
-    }
+    nisa::dma_copy(dst.slice(last, lo, hi), view.slice(last, lo, hi));
   }
   resident_[slot] = view;
   ++issued_;
