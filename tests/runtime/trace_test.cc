@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,46 @@ TEST(TraceTest, JsonParsesBackWithMicrosecondTimestamps) {
   EXPECT_EQ(complete, 2);
   EXPECT_TRUE(named_process);
   EXPECT_TRUE(named_dma_thread);
+}
+
+// The writer streams the document; it must hold exactly what a DOM of the same events holds:
+// escaped strings (quotes, backslashes, control and non-ASCII characters), integral and
+// non-terminating doubles, a non-finite time (null, as nlohmann writes it), 64-bit counts.
+TEST(TraceTest, StreamedJsonHoldsWhatADomOfTheEventsHolds) {
+  ChromeTrace trace;
+  trace.NameProcess(3, "rank \"3\" \\ \u00e9");
+  trace.NameThread(3, 65, "core 2\tPE");
+  const double third = 1.0 / 3.0;
+  trace.AddEvent({"q\"uote\n", "DMA\x01", 3, 65, 2000.0, 1e17, int64_t{1} << 40, -1, "x[1]"});
+  trace.AddEvent({"thirds", "PE", 3, 65, third, 7 * third, 0, 0, ""});
+  trace.AddEvent({"inf", "PE", 3, 1, 5.0, std::numeric_limits<double>::infinity(), 0, 0, "y"});
+  const nlohmann::json j = nlohmann::json::parse(trace.ToJson());
+  nlohmann::json expected = nlohmann::json::array();
+  expected.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 3}, {"tid", 0},
+                      {"args", {{"name", "rank \"3\" \\ \u00e9"}}}});
+  expected.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", 3}, {"tid", 0},
+                      {"args", {{"sort_index", 3}}}});
+  expected.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 3}, {"tid", 65},
+                      {"args", {{"name", "core 2\tPE"}}}});
+  expected.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 3}, {"tid", 65},
+                      {"args", {{"sort_index", 65}}}});
+  const auto event = [](const char* name, const char* cat, int tid, double start, double end,
+                        int64_t bytes, int64_t flops, const char* operands) {
+    return nlohmann::json{{"name", name}, {"cat", cat}, {"ph", "X"}, {"ts", start / 1000.0},
+                          {"dur", (end - start) / 1000.0}, {"pid", 3}, {"tid", tid},
+                          {"args", {{"start_ns", start}, {"end_ns", end}, {"operands", operands},
+                                    {"bytes", bytes}, {"flops", flops}}}};
+  };
+  expected.push_back(event("q\"uote\n", "DMA\x01", 65, 2000.0, 1e17, int64_t{1} << 40, -1, "x[1]"));
+  expected.push_back(event("thirds", "PE", 65, third, 7 * third, 0, 0, ""));
+  expected.push_back(event("inf", "PE", 1, 5.0, std::numeric_limits<double>::infinity(), 0, 0, "y"));
+  // A DOM writes NaN and infinity as null; parsed back, so does the stream.
+  expected = nlohmann::json::parse(nlohmann::json(expected).dump());
+  EXPECT_EQ(j["traceEvents"], expected);
+  EXPECT_TRUE(j["traceEvents"][4]["ts"].is_number_float());  // 2000 ns = 2.0 us, not 2
+  EXPECT_EQ(j["traceEvents"][5]["args"]["start_ns"].get<double>(), third);  // exact round trip
+  EXPECT_EQ(j["displayTimeUnit"], "ns");
+  EXPECT_EQ(j["otherData"]["generator"], "nkisim");
 }
 
 TEST(TraceTest, WritesFileAndRefusesBadPath) {
