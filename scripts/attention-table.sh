@@ -18,7 +18,7 @@ row() {
   printf '| %s | %.1f us | %s us (%s) | %sx |\n' "$label" "$(awk -v s="$sim" 'BEGIN{print s/1000}')" \
     "$bound" "$bound_kind" "$ratio"
 }
-echo "| case (bf16, d 128) | simulated | bound | ratio |"
+echo "| case (bf16, d 128 unless stated) | simulated | bound | ratio |"
 echo "|---|---|---|---|"
 for lnc in 1 2; do
   for t in 1024 4096 8192; do
@@ -27,6 +27,7 @@ for lnc in 1 2; do
   row "decode B 4, G 8, T 4096, LNC $lnc" --variant tkg --b 4 --g 8 --t 4096 --lnc "$lnc"
   row "decode B 4, G 8, T 1025, LNC $lnc (default job, TP8DP8)" --variant tkg --b 4 --g 8 --t 1025 --lnc "$lnc"
   row "decode B 32, G 1, T 1025, LNC $lnc (default job, TP64)" --variant tkg --b 32 --g 1 --t 1025 --lnc "$lnc"
+  row "decode B 1, G 8, T 32768, d 64, LNC $lnc (virtual rows)" --variant tkg --b 1 --g 8 --t 32768 --d 64 --lnc "$lnc"
 done
 for lnc in 1 2; do
   for heads in "32 8" "64 8"; do

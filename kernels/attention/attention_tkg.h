@@ -41,6 +41,12 @@
 //     partial (max, sum, unnormalised output) per group; the partials are exchanged with
 //     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
 //     for a one-row group, half of its heads).
+//   * One batch row whose PE work per block outruns its HBM stream (d <= 64, or fp32; the plan's
+//     estimate) with at least 16384 tokens per core: AttentionTkg() runs it as V virtual rows
+//     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
+//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, with the
+//     kernel also writing each virtual row's log-sum-exp; a second launch merges the fp32
+//     partial results exactly (AttentionTkgPlan::virtual_rows).
 //   * With k_new / v_new, the core holding token T - 1 loads k_new (as [c * d, packs], the
 //     scores' layout) and v_new in one DMA each; the token's scores come from one extra matmul
 //     per row group (one row per pack: all rows against all K columns, the own column masked and
@@ -97,16 +103,21 @@ struct AttentionTkgPlan {
                                // rest; rows_per_pack / rows_per_group are then over a core's rows
   int64_t core0_tokens = 0;    // LNC 2 token split: core 0 takes [0, core0_tokens), core 1 the
                                // rest (= tokens when the rows split)
+  int64_t virtual_rows = 1;    // > 1: AttentionTkg() runs the one batch row as this many rows of
+                               // T / virtual_rows tokens each (2 per core), then merges them
 };
 // REQUIRES: params valid (ValidateAttentionTkg).
 AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
                                   const HardwareProfile& profile);
 
-// The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d].
-// Reads the caches only (with k_new / v_new, tokens [0, T - 1)); never writes them.
-// REQUIRES: params valid; out [G, Bl, d] float.
+// The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d] and,
+// when `lse` [G, Bl] fp32 is given, the log-sum-exp of each row's scaled scores (log of the
+// softmax denominator, for merging results over disjoint tokens). Reads the caches only (with
+// k_new / v_new, tokens [0, T - 1)); never writes them. Runs the plan's tiling as given: the
+// virtual rows are AttentionTkg()'s.
+// REQUIRES: params valid; out [G, Bl, d] float; lse absent or [G, Bl] fp32.
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
-                        const TensorView& out);
+                        const TensorView& out, const TensorView& lse = {});
 
 // The SPMD append of k_new / v_new into position T - 1 of the caches: one HBM-to-HBM DMA per
 // cache (core 0 writes K, core 1 V; LNC 1 core 0 both), on the queue that frees first. Run it in
@@ -117,7 +128,10 @@ void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams
 
 // Validates (nothing is read or written if that fails), allocates out [G, Bl, d] in q's dtype,
 // runs AttentionTkgKernel on every core of lnc and then, with k_new / v_new,
-// AttentionTkgAppendKernel.
+// AttentionTkgAppendKernel. With plan.virtual_rows = V > 1 (one batch row, no k_new, T a
+// multiple of V and at least 16384 tokens per core) the kernel runs on the row as V rows of T / V
+// tokens (views, no copies) into fp32 partial results and their log-sum-exps, and a second
+// launch merges them exactly (each core half of the heads).
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
 
 }  // namespace nkisim::kernels
