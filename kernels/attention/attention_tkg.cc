@@ -838,9 +838,17 @@ void MergeVirtualRowsKernel(const KernelContext& ctx, const TensorView& parts, c
   const Tile scalars = core.AllocateSbuf("vrow_scalars", {hn, 2}, f32);
   const Tile acc = core.AllocateSbuf("vrow_acc", {hn, d}, f32);
   const Tile res = core.AllocateSbuf("vrow_out", {hn, d}, out.dtype());
-  nisa::dma_copy(w, lse.slice(0, h0, h1));
-  for (int64_t i = 0; i < v; ++i) {  // a DMA per virtual row, so the loads spread over the queues
-    nisa::dma_copy(part.slice(1, i * d, (i + 1) * d), parts.select(1, i).slice(0, h0, h1));
+  // The loads spread over the queues: the lse on one, the parts in up to 8 DMAs on the others
+  // (a DMA per virtual row would put two on some queue; one DMA for all would pay its bytes alone).
+  nisa::DmaOptions queue;
+  queue.queue = 0;
+  nisa::dma_copy(w, lse.slice(0, h0, h1), queue);
+  const int64_t pieces = std::min<int64_t>({v, 8, core.profile().dma_queues() - 1});
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t v0 = v * i / pieces, v1 = v * (i + 1) / pieces;
+    queue.queue = static_cast<int>(i + 1);
+    nisa::dma_copy(part.slice(1, v0 * d, v1 * d).reshape({v1 - v0, d}),
+                   parts.slice(0, h0, h1).slice(1, v0, v1), queue);
   }
   const Tile neg_max = scalars.slice(1, 0, 1), sum = scalars.slice(1, 1, 2);
   nisa::tensor_reduce(neg_max, AluOp::kMax, w, {1});
