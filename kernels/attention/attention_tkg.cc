@@ -722,12 +722,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     // The partial results of virtual rows (AttentionTkg()): out and lse are [V, G, ...] buffers
     // seen as [G, V, ...], so rows [r0, r1) of all heads sit as the tile's partitions do, and
     // go as one DMA each (the results of d <= 64, two rows per partition, go a row at a time).
-    const bool whole = lse.valid() && h0 == 0 && h1 == g && r1 > r0;
+    const bool rows_whole = h0 == 0 && h1 == g && r1 > r0;
+    const bool whole = lse.valid() && rows_whole && lse.strides()[1] == g * lse.strides()[0];
     if (whole) {
       const TensorView lse_rows = lse.slice(1, b0 + r0, b0 + r1);
       nisa::dma_copy(lse_rows.ap({lse_rows.offset(), {{lse.strides()[0], (r1 - r0) * g}, {1, 1}}}),
                      lse_t.slice(0, r0 * g, r1 * g));
-      if (c == 1) {
+      if (c == 1 && out.strides()[1] == g * out.strides()[0]) {
         const TensorView rows = out.slice(1, b0 + r0, b0 + r1);
         nisa::dma_copy(rows.ap({rows.offset(), {{out.strides()[0], (r1 - r0) * g}, {out.strides()[2], d}}}),
                        res.slice(0, r0 * g, r1 * g).slice(1, 0, d));
