@@ -39,7 +39,7 @@ constexpr double kLookaheadNs = 2500.0;
 // the merge that follows costs about 1.5 us (two loads, a few instructions, a store).
 constexpr int64_t kVirtualRowsMinTokensPerCore = 16384;
 // Fewest tokens of a virtual row (4 blocks of 512), and most virtual rows per core (measured at
-// T = 32768: 4, 8 and 16 per core give 1.29x, 1.30x and 1.35x at d = 64, bf16, 1.21x, 1.14x and
+// T = 32768, LNC 1, with the merge through HBM: 4, 8 and 16 per core give 1.29x, 1.30x and 1.35x at d = 64, bf16, 1.21x, 1.14x and
 // 1.11x at d = 128, fp32).
 constexpr int64_t kVirtualRowTokens = 2048;
 constexpr int64_t kMaxVirtualRowsPerCore = 8;
@@ -238,7 +238,7 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
 }
 
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
-                        const TensorView& out, const TensorView& lse) {
+                        const TensorView& out, const TensorView& lse, const TensorView& row_out) {
   NeuronCore& core = ctx.core;
   const HardwareProfile& prof = core.profile();
   const AttentionTkgPlan plan = PlanAttentionTkg(params, ctx.n_prgs, prof);
@@ -405,6 +405,31 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   auto at = [](const std::vector<Tile>& v, int64_t i) -> const Tile& {
     return v[static_cast<size_t>(i) % v.size()];
   };
+  // Virtual rows merged on chip (row_out): one stacked identity per column half, [(b, h'), h] =
+  // (h == h') for the rows b whose results sit in that half, built on GpSimd ahead of the stream.
+  std::vector<Tile> row_eye;
+  if (row_out.valid()) {
+    if (merge || groups != 1 || n_steps == 0) {
+      Raise(ErrorCode::kInternal, StrCat(kName, ": virtual rows merge on chip only as one group on ",
+                                         "cores that split no tokens"));
+    }
+    const int64_t rows = group_rows(0);
+    const Tile diff = core.AllocateSbuf("row_eye_iota", {np, g}, f32);
+    nisa::iota(diff.slice(0, 0, rows * g), 0, -1, {{1, g}});  // h - p = (h - h') - b g
+    for (int64_t j = 0; j < c; ++j) {
+      row_eye.push_back(core.AllocateSbuf(StrCat("row_eye", j), {np, g}, f32));
+      for (int64_t b = 0; b < rows; ++b) {
+        const Tile block = row_eye.back().slice(0, b * g, (b + 1) * g);
+        if (b % c == j) {
+          nisa::tensor_scalar(block, diff.slice(0, b * g, (b + 1) * g),
+                              {.op0 = AluOp::kEqual, .operand0 = static_cast<float>(-b * g)},
+                              Engine::kGpSimd);
+        } else {
+          nisa::memset(block, 0.0f, Engine::kGpSimd);
+        }
+      }
+    }
+  }
 
   // q of a group as a block-diagonal stationary per pack: partition j*d + e, column j*G + h of
   // pack i holds q[h, b0 + i*c + j, e].
@@ -571,7 +596,8 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       nisa::scalar_tensor_tensor(l, l, AluOp::kMultiply, at(alpha, k).slice(0, 0, pp), AluOp::kAdd,
                                  rsk, Engine::kGpSimd);
     }
-    if (st.last && (merge || lse.valid())) {  // the max crosses to the peer or makes the lse
+    if (st.last && (merge || lse.valid() || row_out.valid())) {  // the max: for the peer, the lse
+                                                                  // or the rows' merge
       nisa::tensor_copy(gs.slice(0, 0, pp).slice(1, cd, cd + 1), at(nb, k).slice(0, 0, pp),
                         Engine::kGpSimd);
     }
@@ -665,7 +691,63 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   };
 
   // The group's result: merge with the peer's partial (LNC 2), normalise, store this core's rows.
+  // Virtual rows (row_out): the rows are token segments of one batch row, all in this one group;
+  // their partials merge across the partitions on the PE, with no trip through HBM:
+  //   M_h = max_b m_(b,h) (nb = -m / sqrt(d): the scores' min of nb, transposed onto one
+  //   partition and reduced over the rows, then matmul-broadcast back to every row's partitions),
+  //   u_(b,h) = exp(m_(b,h) - M_h), and out[h] = sum_b u acc_b / sum_b u l_b as matmuls whose
+  //   stationary is a stack of identities (one per row) scaled by u.
+  auto merge_rows_on_chip = [&](int64_t gi) {
+    const int64_t rows = group_rows(gi), pp = rows * g;
+    const Tile gs = at(gstate, gi).slice(0, 0, pp);
+    const Tile nbs = gs.slice(1, cd, cd + 1), ls = gs.slice(1, cd + 1, cd + 2);
+    // PSUM: the scores banks are free once the last block has run.
+    const Tile nb_row = at(s_ps, 0).slice(0, 0, 1).slice(1, 0, pp);
+    const Tile bcast = at(s_ps, 1).slice(0, 0, pp).slice(1, 0, 1);
+    // num (d columns, then the weighted nb, unused, and den = sum u l) of the heads.
+    const Tile numden = at(s_ps, 1).slice(0, 0, g).slice(1, 1, d + 3);
+    const Tile num = numden.slice(1, 0, d), den = numden.slice(1, d + 1, d + 2);
+    // work: u, a 1 (partition 0), then W_j per column half.
+    const Tile work = core.AllocateSbuf("row_merge", {pp, 2 + c * g}, f32);
+    const Tile u = work.slice(1, 0, 1), one = work.slice(0, 0, 1).slice(1, 1, 2);
+    const Tile top = core.AllocateSbuf("row_merge_top", {1, pp + g}, f32);
+    const Tile nb_rep = top.slice(1, 0, pp), head_min = top.slice(1, pp, pp + g);
+    nisa::memset(one, 1.0f, Engine::kGpSimd);
+    nisa::nc_transpose(nb_row, nbs, Engine::kPE);
+    nisa::tensor_reduce(head_min, AluOp::kMin, nb_row.reshape({rows, g}), {1});
+    nisa::tensor_copy(nb_rep.reshape({rows, g}), head_min.reshape({1, g}).broadcast(1, rows));
+    nisa::nc_matmul(bcast, nb_rep, one);  // [pp, 1]: the head's min nb on each row's partitions
+    // u = exp(-nb + min nb) = exp(m - M) on the Scalar engine (any common reference would do: num
+    // and den share it; the max keeps every u <= 1); W_j: the stacked identities of the
+    // rows whose results sit in columns [j d, (j + 1) d) (d <= 64: two rows per partition), x u.
+    nisa::activation(u, ActFn::kExp, nbs, ShiftedExp(bcast));
+    for (int64_t j = 0; j < c; ++j) {
+      nisa::tensor_scalar(work.slice(1, 2 + j * g, 2 + (j + 1) * g), at(row_eye, j).slice(0, 0, pp),
+                          {.op0 = AluOp::kMultiply, .operand0 = u});
+    }
+    // The last column half runs on through nb and l (one matmul for num and den); the others add
+    // their rows' l into den apart.
+    for (int64_t j = 0; j < c; ++j) {
+      const Tile w = work.slice(1, 2 + j * g, 2 + (j + 1) * g);
+      if (j == c - 1) {
+        nisa::nc_matmul(numden, w, gs.slice(1, j * d, cd + 2), {.accumulate = j > 0});
+      } else {
+        nisa::nc_matmul(num, w, gs.slice(1, j * d, (j + 1) * d), {.accumulate = j > 0});
+        nisa::nc_matmul(den, w, ls, {.accumulate = j > 0});
+      }
+    }
+    const Tile inv = core.AllocateSbuf("row_merge_inv", {g, 1}, f32);
+    nisa::reciprocal(inv, den);
+    const Tile res = at(out_t, gi).slice(0, 0, g).slice(1, 0, d);
+    nisa::tensor_scalar(res, num, {.op0 = AluOp::kMultiply, .operand0 = inv});
+    nisa::dma_copy(row_out.select(1, 0), res);
+  };
+
   auto finish = [&](int64_t gi) {
+    if (row_out.valid()) {
+      merge_rows_on_chip(gi);
+      return;
+    }
     const int64_t rows = group_rows(gi), pp = rows * g, b0 = row_lo + gi * r;
     const Tile gs = at(gstate, gi).slice(0, 0, pp);
     const Tile acc = gs.slice(1, 0, cd), nbs = gs.slice(1, cd, cd + 1), ls = gs.slice(1, cd + 1, cd + 2);
@@ -885,6 +967,10 @@ TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
     const TensorView parts =
         TensorView::Create({v, g, d}, DType::kFloat32, "attention_vrow_parts").permute({1, 0, 2});
     const TensorView lse = TensorView::Create({v, g}, DType::kFloat32, "attention_vrow_lse").permute({1, 0});
+    if (lnc.lnc() == 1) {  // every virtual row on the one core: merged there
+      lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, parts, {}, out); });
+      return out;
+    }
     lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, parts, lse); });
     lnc.Launch([&](const KernelContext& ctx) { MergeVirtualRowsKernel(ctx, parts, lse, out); });
     return out;

@@ -44,9 +44,11 @@
 //   * One batch row whose PE work per block outruns its HBM stream (d <= 64, or fp32; the plan's
 //     estimate) with at least 16384 tokens per core: AttentionTkg() runs it as V virtual rows
 //     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
-//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, with the
-//     kernel also writing each virtual row's log-sum-exp; a second launch merges the fp32
-//     partial results exactly (AttentionTkgPlan::virtual_rows).
+//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls. At LNC 1 they
+//     merge on chip (the per-head max across the partitions by a PE transpose and a 1-row
+//     matmul broadcast, then one matmul of identity stacks scaled by exp(m_b - M)); at LNC 2 the
+//     kernel writes each one's fp32 result and log-sum-exp and a second launch merges them
+//     exactly (AttentionTkgPlan::virtual_rows).
 //   * With k_new / v_new, the core holding token T - 1 loads k_new (as [c * d, packs], the
 //     scores' layout) and v_new in one DMA each; the token's scores come from one extra matmul
 //     per row group (one row per pack: all rows against all K columns, the own column masked and
@@ -116,8 +118,12 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
 // k_new / v_new, tokens [0, T - 1)); never writes them. Runs the plan's tiling as given: the
 // virtual rows are AttentionTkg()'s.
 // REQUIRES: params valid; out [G, Bl, d] float; lse absent or [G, Bl] fp32.
+// With `row_out` [G, 1, d] given instead, the Bl rows are virtual rows of one batch row (token
+// segments; one softmax group, LNC 1 or cores that split no tokens): their partials merge across
+// the partitions on the PE and the result goes to row_out; out is not written.
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
-                        const TensorView& out, const TensorView& lse = {});
+                        const TensorView& out, const TensorView& lse = {},
+                        const TensorView& row_out = {});
 
 // The SPMD append of k_new / v_new into position T - 1 of the caches: one HBM-to-HBM DMA per
 // cache (core 0 writes K, core 1 V; LNC 1 core 0 both), on the queue that frees first. Run it in
@@ -130,8 +136,9 @@ void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams
 // runs AttentionTkgKernel on every core of lnc and then, with k_new / v_new,
 // AttentionTkgAppendKernel. With plan.virtual_rows = V > 1 (one batch row, no k_new, T a
 // multiple of V and at least 16384 tokens per core) the kernel runs on the row as V rows of T / V
-// tokens (views, no copies) into fp32 partial results and their log-sum-exps, and a second
-// launch merges them exactly (each core half of the heads).
+// tokens (views, no copies): at LNC 1 merging them on chip into out, at LNC 2 into fp32 partial
+// results and their log-sum-exps, which a second launch merges exactly (each core half of the
+// heads).
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
 
 }  // namespace nkisim::kernels
