@@ -175,7 +175,7 @@ void ValidateAttentionTkg(const AttentionTkgParams& p, const HardwareProfile& pr
 }
 
 AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
-                                  const HardwareProfile& prof) {
+                                  const HardwareProfile& prof, bool split_even_rows) {
   AttentionTkgPlan plan;
   plan.heads = p.q.dim(0);
   plan.rows = p.q.dim(1);
@@ -205,7 +205,7 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
         std::max(ComputeOpNs(prof, Engine::kVector, width, false),
                  ComputeOpNs(prof, Engine::kScalar, width, !fp32));
     const double hbm_ns = HbmTransferNs(prof, half * 2 * plan.d * plan.tokens * SizeOf(p.k_cache.dtype()));
-    plan.split_rows = softmax_ns <= hbm_ns;
+    plan.split_rows = split_even_rows || softmax_ns <= hbm_ns;
     if (plan.split_rows) plan.core0_rows = half;
   }
   const auto [pack, group] = group_of(plan.split_rows ? plan.core0_rows : plan.rows);
@@ -238,10 +238,11 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
 }
 
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
-                        const TensorView& out, const TensorView& lse, const TensorView& row_out) {
+                        const TensorView& out, const TensorView& row_out) {
   NeuronCore& core = ctx.core;
   const HardwareProfile& prof = core.profile();
-  const AttentionTkgPlan plan = PlanAttentionTkg(params, ctx.n_prgs, prof);
+  // Virtual rows always split between the cores: each core merges its own on chip.
+  const AttentionTkgPlan plan = PlanAttentionTkg(params, ctx.n_prgs, prof, row_out.valid());
   const int64_t g = plan.heads, bl = plan.rows, d = plan.d, np = prof.partitions();
   const int64_t c = plan.rows_per_pack, r = plan.rows_per_group, cd = c * d;
   const DType kdt = params.k_cache.dtype(), vdt = params.v_cache.dtype(), odt = out.dtype();
@@ -409,9 +410,9 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   // (h == h') for the rows b whose results sit in that half, built on GpSimd ahead of the stream.
   std::vector<Tile> row_eye;
   if (row_out.valid()) {
-    if (merge || groups != 1 || n_steps == 0) {
+    if (merge || groups != 1 || n_steps == 0 || (lnc == 2 && !plan.split_rows)) {
       Raise(ErrorCode::kInternal, StrCat(kName, ": virtual rows merge on chip only as one group on ",
-                                         "cores that split no tokens"));
+                                         "cores that split the rows"));
     }
     const int64_t rows = group_rows(0);
     const Tile diff = core.AllocateSbuf("row_eye_iota", {np, g}, f32);
@@ -596,8 +597,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       nisa::scalar_tensor_tensor(l, l, AluOp::kMultiply, at(alpha, k).slice(0, 0, pp), AluOp::kAdd,
                                  rsk, Engine::kGpSimd);
     }
-    if (st.last && (merge || lse.valid() || row_out.valid())) {  // the max: for the peer, the lse
-                                                                  // or the rows' merge
+    if (st.last && (merge || row_out.valid())) {  // the max: for the peer or the rows' merge
       nisa::tensor_copy(gs.slice(0, 0, pp).slice(1, cd, cd + 1), at(nb, k).slice(0, 0, pp),
                         Engine::kGpSimd);
     }
@@ -691,6 +691,27 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   };
 
   // The group's result: merge with the peer's partial (LNC 2), normalise, store this core's rows.
+  // res = the exact merge of this core's partial `own` and the peer's (each [P, w + 2]: the
+  // unnormalised output, nb, sum); tmp [P, 5] scratch.
+  auto merge_with_peer = [&](const Tile& own, const Tile& pe, const Tile& tmp, const Tile& res) {
+    const int64_t w = own.free_size() - 2, pp = own.partitions();
+    const Tile acc = own.slice(1, 0, w), nbs = own.slice(1, w, w + 1), ls = own.slice(1, w + 1, w + 2);
+    const Tile acc_p = pe.slice(1, 0, w), nbp = pe.slice(1, w, w + 1), lp = pe.slice(1, w + 1, w + 2);
+    const Tile w_self = tmp.slice(1, 0, 1), rl = tmp.slice(1, 1, 2);
+    const Tile nbm = tmp.slice(1, 2, 3), w_peer = tmp.slice(1, 3, 4), lt = tmp.slice(1, 4, 5);
+    nisa::tensor_tensor(nbm, nbs, nbp, AluOp::kMin);
+    nisa::activation(w_self, ActFn::kExp, nbs, ShiftedExp(nbm));
+    nisa::activation(w_peer, ActFn::kExp, nbp, ShiftedExp(nbm));
+    nisa::tensor_tensor(lt, lp, w_peer, AluOp::kMultiply);
+    nisa::scalar_tensor_tensor(lt, ls, AluOp::kMultiply, w_self, AluOp::kAdd, lt);
+    nisa::reciprocal(rl, lt);
+    nisa::tensor_tensor(w_self, w_self, rl, AluOp::kMultiply);
+    nisa::tensor_tensor(w_peer, w_peer, rl, AluOp::kMultiply);
+    Tile scaled = core.AllocateSbuf("merge_peer", {pp, w}, f32);
+    nisa::tensor_scalar(scaled, acc_p, {.op0 = AluOp::kMultiply, .operand0 = w_peer});
+    nisa::scalar_tensor_tensor(res, acc, AluOp::kMultiply, w_self, AluOp::kAdd, scaled);
+  };
+
   // Virtual rows (row_out): the rows are token segments of one batch row, all in this one group;
   // their partials merge across the partitions on the PE, with no trip through HBM:
   //   M_h = max_b m_(b,h) (nb = -m / sqrt(d): the scores' min of nb, transposed onto one
@@ -736,11 +757,27 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
         nisa::nc_matmul(den, w, ls, {.accumulate = j > 0});
       }
     }
-    const Tile inv = core.AllocateSbuf("row_merge_inv", {g, 1}, f32);
-    nisa::reciprocal(inv, den);
     const Tile res = at(out_t, gi).slice(0, 0, g).slice(1, 0, d);
-    nisa::tensor_scalar(res, num, {.op0 = AluOp::kMultiply, .operand0 = inv});
-    nisa::dma_copy(row_out.select(1, 0), res);
+    if (lnc == 1) {
+      const Tile inv = core.AllocateSbuf("row_merge_inv", {g, 1}, f32);
+      nisa::reciprocal(inv, den);
+      nisa::tensor_scalar(res, num, {.op0 = AluOp::kMultiply, .operand0 = inv});
+      nisa::dma_copy(row_out.select(1, 0), res);
+      return;
+    }
+    // LNC 2 (the cores split the virtual rows): this core's merge is a partial relative to its
+    // own max (num, the min nb of row 0's partitions, den), merged with the peer's over the link;
+    // each core stores half of the heads.
+    const Tile own = core.AllocateSbuf("row_merge_own", {g, d + 2}, f32);
+    const Tile pe = core.AllocateSbuf("row_merge_peer", {g, d + 2}, f32);
+    const Tile tmp = core.AllocateSbuf("row_merge_tmp", {g, 5}, f32);
+    nisa::tensor_copy(own.slice(1, 0, d), num);
+    nisa::tensor_copy(own.slice(1, d, d + 1), bcast.slice(0, 0, g), Engine::kGpSimd);
+    nisa::tensor_copy(own.slice(1, d + 1, d + 2), den, Engine::kGpSimd);
+    nisa::sendrecv(own, pe);
+    merge_with_peer(own, pe, tmp, res);
+    const int64_t h0 = g * s / 2, h1 = g * (s + 1) / 2;
+    if (h1 > h0) nisa::dma_copy(row_out.select(1, 0).slice(0, h0, h1), res.slice(0, h0, h1));
   };
 
   auto finish = [&](int64_t gi) {
@@ -752,36 +789,15 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile gs = at(gstate, gi).slice(0, 0, pp);
     const Tile acc = gs.slice(1, 0, cd), nbs = gs.slice(1, cd, cd + 1), ls = gs.slice(1, cd + 1, cd + 2);
     const Tile res = at(out_t, gi).slice(0, 0, pp);
-    Tile tmp = core.AllocateSbuf("merge_tmp", {pp, 6}, f32);
-    const Tile w_self = tmp.slice(1, 0, 1), rl = tmp.slice(1, 1, 2);
-    const Tile lse_t = tmp.slice(1, 5, 6);  // log(sum) - nb = the log-sum-exp of the scores
+    Tile tmp = core.AllocateSbuf("merge_tmp", {pp, 5}, f32);
     if (!merge) {
+      const Tile rl = tmp.slice(1, 1, 2);
       nisa::reciprocal(rl, ls);
       nisa::tensor_scalar(res, acc, {.op0 = AluOp::kMultiply, .operand0 = rl});
-      if (lse.valid()) {
-        nisa::activation(lse_t, ActFn::kLog, ls);
-        nisa::tensor_tensor(lse_t, lse_t, nbs, AluOp::kSubtract);
-      }
     } else {
       const Tile pe = at(peer, gi).slice(0, 0, pp);
       nisa::sendrecv(gs, pe);
-      const Tile acc_p = pe.slice(1, 0, cd), nbp = pe.slice(1, cd, cd + 1), lp = pe.slice(1, cd + 1, cd + 2);
-      const Tile nbm = tmp.slice(1, 2, 3), w_peer = tmp.slice(1, 3, 4), lt = tmp.slice(1, 4, 5);
-      nisa::tensor_tensor(nbm, nbs, nbp, AluOp::kMin);
-      nisa::activation(w_self, ActFn::kExp, nbs, ShiftedExp(nbm));
-      nisa::activation(w_peer, ActFn::kExp, nbp, ShiftedExp(nbm));
-      nisa::tensor_tensor(lt, lp, w_peer, AluOp::kMultiply);
-      nisa::scalar_tensor_tensor(lt, ls, AluOp::kMultiply, w_self, AluOp::kAdd, lt);
-      if (lse.valid()) {
-        nisa::activation(lse_t, ActFn::kLog, lt);
-        nisa::tensor_tensor(lse_t, lse_t, nbm, AluOp::kSubtract);
-      }
-      nisa::reciprocal(rl, lt);
-      nisa::tensor_tensor(w_self, w_self, rl, AluOp::kMultiply);
-      nisa::tensor_tensor(w_peer, w_peer, rl, AluOp::kMultiply);
-      Tile scaled = core.AllocateSbuf("merge_peer", {pp, cd}, f32);
-      nisa::tensor_scalar(scaled, acc_p, {.op0 = AluOp::kMultiply, .operand0 = w_peer});
-      nisa::scalar_tensor_tensor(res, acc, AluOp::kMultiply, w_self, AluOp::kAdd, scaled);
+      merge_with_peer(gs, pe, tmp, res);
     }
     // Rows (or, for a one-row group, heads) this core stores.
     int64_t r0 = 0, r1 = rows, h0 = 0, h1 = g;
@@ -801,32 +817,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       nisa::dma_copy(out.select(0, 0).slice(0, b0 + r0, b0 + r1), res.slice(0, r0, r1), store);
       return;
     }
-    // The partial results of virtual rows (AttentionTkg()): out and lse are [V, G, ...] buffers
-    // seen as [G, V, ...], so rows [r0, r1) of all heads sit as the tile's partitions do, and
-    // go as one DMA each (the results of d <= 64, two rows per partition, go a row at a time).
-    const bool rows_whole = h0 == 0 && h1 == g && r1 > r0;
-    const bool whole = lse.valid() && rows_whole && lse.strides()[1] == g * lse.strides()[0];
-    if (whole) {
-      const TensorView lse_rows = lse.slice(1, b0 + r0, b0 + r1);
-      nisa::dma_copy(lse_rows.ap({lse_rows.offset(), {{lse.strides()[0], (r1 - r0) * g}, {1, 1}}}),
-                     lse_t.slice(0, r0 * g, r1 * g));
-      if (c == 1 && out.strides()[1] == g * out.strides()[0]) {
-        const TensorView rows = out.slice(1, b0 + r0, b0 + r1);
-        nisa::dma_copy(rows.ap({rows.offset(), {{out.strides()[0], (r1 - r0) * g}, {out.strides()[2], d}}}),
-                       res.slice(0, r0 * g, r1 * g).slice(1, 0, d));
-        return;
-      }
-    }
     const bool spare = params.k_new.valid() && (h0 < h1 ? r1 - r0 : 0) <= free_queues;
     for (int64_t b = r0; b < r1 && h0 < h1; ++b) {
       const int64_t j = b % c;
       if (spare) store.queue = EarliestQueue(core, free_queues);
       nisa::dma_copy(out.select(1, b0 + b).slice(0, h0, h1),
                      res.slice(0, b * g + h0, b * g + h1).slice(1, j * d, (j + 1) * d), store);
-      if (lse.valid() && !whole) {
-        nisa::dma_copy(lse.slice(1, b0 + b, b0 + b + 1).slice(0, h0, h1),
-                       lse_t.slice(0, b * g + h0, b * g + h1));
-      }
     }
   };
 
@@ -906,73 +902,15 @@ AttentionTkgParams VirtualRows(const AttentionTkgParams& p, int64_t v) {
   return out;
 }
 
-// out[:, 0, :] from V partial results of one row: parts [G, V, d] fp32 (any strides), each normalised over its
-// own tokens, and lse [G, V], their log-sum-exps: out = sum_v parts_v exp(lse_v - m) /
-// sum_v exp(lse_v - m), m = max_v lse_v (exact). Core s of n merges heads [G s / n, G (s+1) / n).
-void MergeVirtualRowsKernel(const KernelContext& ctx, const TensorView& parts, const TensorView& lse,
-                            const TensorView& out) {
-  NeuronCore& core = ctx.core;
-  const int64_t g = parts.dim(0), v = parts.dim(1), d = parts.dim(2);
-  const int64_t h0 = g * ctx.prg_id / ctx.n_prgs, h1 = g * (ctx.prg_id + 1) / ctx.n_prgs, hn = h1 - h0;
-  if (hn == 0) return;
-  const DType f32 = DType::kFloat32;
-  const Tile part = core.AllocateSbuf("vrow_parts", {hn, v * d}, f32);
-  const Tile w = core.AllocateSbuf("vrow_lse", {hn, v}, f32);
-  const Tile scalars = core.AllocateSbuf("vrow_scalars", {hn, 2}, f32);
-  const Tile acc = core.AllocateSbuf("vrow_acc", {hn, d}, f32);
-  const Tile res = core.AllocateSbuf("vrow_out", {hn, d}, out.dtype());
-  // The loads spread over the queues: the lse on one, the parts in up to 8 DMAs on the others
-  // (a DMA per virtual row would put two on some queue; one DMA for all would pay its bytes alone).
-  nisa::DmaOptions queue;
-  queue.queue = 0;
-  nisa::dma_copy(w, lse.slice(0, h0, h1), queue);
-  const int64_t pieces = std::min<int64_t>({v, 8, core.profile().dma_queues() - 1});
-  for (int64_t i = 0; i < pieces; ++i) {
-    const int64_t v0 = v * i / pieces, v1 = v * (i + 1) / pieces;
-    queue.queue = static_cast<int>(i + 1);
-    nisa::dma_copy(part.slice(1, v0 * d, v1 * d).reshape({v1 - v0, d}),
-                   parts.slice(0, h0, h1).slice(1, v0, v1), queue);
-  }
-  const Tile neg_max = scalars.slice(1, 0, 1), sum = scalars.slice(1, 1, 2);
-  nisa::tensor_reduce(neg_max, AluOp::kMax, w, {1});
-  nisa::tensor_scalar(neg_max, neg_max, {.op0 = AluOp::kMultiply, .operand0 = -1.0f});
-  nisa::activation(w, ActFn::kExp, w, {.bias = neg_max, .reduce_op = AluOp::kAdd, .reduce_res = sum});
-  nisa::reciprocal(sum, sum);
-  nisa::tensor_scalar(w, w, {.op0 = AluOp::kMultiply, .operand0 = sum});
-  // Two partial sums, even parts on Vector and odd ones on GpSimd, then one add.
-  const Tile acc2 = core.AllocateSbuf("vrow_acc_odd", {hn, d}, f32);
-  for (int64_t i = 0; i < v; ++i) {
-    const Tile pi = part.slice(1, i * d, (i + 1) * d), wi = w.slice(1, i, i + 1);
-    const Tile& dst = i % 2 == 0 ? acc : acc2;
-    const Engine engine = i % 2 == 0 ? Engine::kVector : Engine::kGpSimd;
-    if (i < 2) {
-      nisa::tensor_scalar(dst, pi, {.op0 = AluOp::kMultiply, .operand0 = wi}, engine);
-    } else {
-      nisa::scalar_tensor_tensor(dst, pi, AluOp::kMultiply, wi, AluOp::kAdd, dst, engine);
-    }
-  }
-  nisa::tensor_tensor(res, acc, acc2, AluOp::kAdd);
-  nisa::dma_copy(out.select(1, 0).slice(0, h0, h1), res);
-}
-
 }  // namespace
 
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
   ValidateAttentionTkg(params, lnc.profile());
   TensorView out = TensorView::Create(params.q.shape(), params.q.dtype(), "attention_out");
   const int64_t v = PlanAttentionTkg(params, lnc.lnc(), lnc.profile()).virtual_rows;
-  if (v > 1) {
+  if (v > 1) {  // the row as virtual rows, merged on chip (and at LNC 2 over the link)
     const AttentionTkgParams vp = VirtualRows(params, v);
-    const int64_t g = params.q.dim(0), d = params.q.dim(2);
-    const TensorView parts =
-        TensorView::Create({v, g, d}, DType::kFloat32, "attention_vrow_parts").permute({1, 0, 2});
-    const TensorView lse = TensorView::Create({v, g}, DType::kFloat32, "attention_vrow_lse").permute({1, 0});
-    if (lnc.lnc() == 1) {  // every virtual row on the one core: merged there
-      lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, parts, {}, out); });
-      return out;
-    }
-    lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, parts, lse); });
-    lnc.Launch([&](const KernelContext& ctx) { MergeVirtualRowsKernel(ctx, parts, lse, out); });
+    lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, out, out); });
     return out;
   }
   lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, params, out); });

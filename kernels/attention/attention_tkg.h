@@ -44,11 +44,11 @@
 //   * One batch row whose PE work per block outruns its HBM stream (d <= 64, or fp32; the plan's
 //     estimate) with at least 16384 tokens per core: AttentionTkg() runs it as V virtual rows
 //     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
-//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls. At LNC 1 they
-//     merge on chip (the per-head max across the partitions by a PE transpose and a 1-row
-//     matmul broadcast, then one matmul of identity stacks scaled by exp(m_b - M)); at LNC 2 the
-//     kernel writes each one's fp32 result and log-sum-exp and a second launch merges them
-//     exactly (AttentionTkgPlan::virtual_rows).
+//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, and merge
+//     exactly on chip: the per-head max across the partitions by a PE transpose and a 1-row
+//     matmul broadcast, then one matmul of identity stacks scaled by exp(m_b - M); at LNC 2 each
+//     core merges its half of the virtual rows and the two halves cross with one sendrecv
+//     (AttentionTkgPlan::virtual_rows).
 //   * With k_new / v_new, the core holding token T - 1 loads k_new (as [c * d, packs], the
 //     scores' layout) and v_new in one DMA each; the token's scores come from one extra matmul
 //     per row group (one row per pack: all rows against all K columns, the own column masked and
@@ -106,24 +106,22 @@ struct AttentionTkgPlan {
   int64_t core0_tokens = 0;    // LNC 2 token split: core 0 takes [0, core0_tokens), core 1 the
                                // rest (= tokens when the rows split)
   int64_t virtual_rows = 1;    // > 1: AttentionTkg() runs the one batch row as this many rows of
-                               // T / virtual_rows tokens each (2 per core), then merges them
+                               // T / virtual_rows tokens each (2 to 8 per core), merged on chip
 };
+// split_even_rows: at LNC 2 an even Bl splits the rows whatever the estimate (virtual rows).
 // REQUIRES: params valid (ValidateAttentionTkg).
 AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
-                                  const HardwareProfile& profile);
+                                  const HardwareProfile& profile, bool split_even_rows = false);
 
-// The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d] and,
-// when `lse` [G, Bl] fp32 is given, the log-sum-exp of each row's scaled scores (log of the
-// softmax denominator, for merging results over disjoint tokens). Reads the caches only (with
-// k_new / v_new, tokens [0, T - 1)); never writes them. Runs the plan's tiling as given: the
-// virtual rows are AttentionTkg()'s.
-// REQUIRES: params valid; out [G, Bl, d] float; lse absent or [G, Bl] fp32.
-// With `row_out` [G, 1, d] given instead, the Bl rows are virtual rows of one batch row (token
-// segments; one softmax group, LNC 1 or cores that split no tokens): their partials merge across
-// the partitions on the PE and the result goes to row_out; out is not written.
+// The SPMD body on core ctx.prg_id of ctx.n_prgs; writes this core's part of out [G, Bl, d].
+// Reads the caches only (with k_new / v_new, tokens [0, T - 1)); never writes them. With
+// `row_out` [G, 1, d] given, the Bl rows are virtual rows of one batch row (token segments, one
+// softmax group per core; at LNC 2 the cores split them): their partials merge on chip and the
+// result goes to row_out (each core stores half of the heads at LNC 2); out is not written (its
+// dtype is the result's).
+// REQUIRES: params valid; out [G, Bl, d] float; row_out absent or [G, 1, d] float.
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
-                        const TensorView& out, const TensorView& lse = {},
-                        const TensorView& row_out = {});
+                        const TensorView& out, const TensorView& row_out = {});
 
 // The SPMD append of k_new / v_new into position T - 1 of the caches: one HBM-to-HBM DMA per
 // cache (core 0 writes K, core 1 V; LNC 1 core 0 both), on the queue that frees first. Run it in
@@ -136,9 +134,7 @@ void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams
 // runs AttentionTkgKernel on every core of lnc and then, with k_new / v_new,
 // AttentionTkgAppendKernel. With plan.virtual_rows = V > 1 (one batch row, no k_new, T a
 // multiple of V and at least 16384 tokens per core) the kernel runs on the row as V rows of T / V
-// tokens (views, no copies): at LNC 1 merging them on chip into out, at LNC 2 into fp32 partial
-// results and their log-sum-exps, which a second launch merges exactly (each core half of the
-// heads).
+// tokens (views, no copies) and merges them on chip into out.
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
 
 }  // namespace nkisim::kernels

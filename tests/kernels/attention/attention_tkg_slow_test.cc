@@ -39,8 +39,8 @@ INSTANTIATE_TEST_SUITE_P(
                       TkgCase{"t127_g1_b32_d64_lnc1_bf16", 127, 1, 32, 64, 1, kBf16},
                       TkgCase{"t1_g8_b32_d128_lnc2_bf16", 1, 8, 32, 128, 2, kBf16},
                       TkgCase{"t32768_g8_b32_d64_lnc2_bf16", 32768, 8, 32, 64, 2, kBf16},
-                      // One long row as virtual rows (8 per core) and their merge: on chip at
-                      // LNC 1 (d 32: four rows per scores matmul), through HBM at LNC 2.
+                      // One long row as virtual rows (8 per core) and their merge on chip (d 32:
+                      // four rows per scores matmul; LNC 2: each core's half, then the link).
                       TkgCase{"t32768_g8_b1_d64_lnc1_bf16", 32768, 8, 1, 64, 1, kBf16},
                       TkgCase{"t32768_g16_b1_d32_lnc1_bf16", 32768, 16, 1, 32, 1, kBf16},
                       TkgCase{"t32768_g8_b1_d64_lnc2_bf16", 32768, 8, 1, 64, 2, kBf16},
@@ -65,8 +65,8 @@ TEST(TkgVirtualRowsTest, OnlyWhereThePeOutrunsTheStream) {
   EXPECT_EQ(plan(TkgCase{"h", 32768, 8, 1, 64, 1, kBf16}, /*with_new=*/true).virtual_rows, 1);
 }
 
-// At LNC 1 the virtual rows merge on chip: after the last P @ V the kernel stores the [G, d]
-// result once (no partial results or log-sum-exps through HBM, no second launch).
+// The virtual rows merge on chip: after the last P @ V the kernel stores the [G, d] result once
+// (no partial results through HBM, no second launch).
 TEST(TkgVirtualRowsTest, Lnc1MergesOnChip) {
   const TkgCase c{"t32768_g8_b1_d64_lnc1", 32768, 8, 1, 64, 1, kBf16};
   const TkgRun run = RunTkg(MakeTkgParams(c), 1);
@@ -79,16 +79,16 @@ TEST(TkgVirtualRowsTest, Lnc1MergesOnChip) {
     if (IsDma(r.engine) && r.start_ns >= last_matmul) after.push_back(r.shapes.data());
   }
   ASSERT_EQ(after.size(), 1u) << "only the result's store follows the last matmul";
-  EXPECT_EQ(after[0], "src[8,64]fp32 dst[8,64]bf16");
+  EXPECT_EQ(after[0], "src[8,64]bf16 dst[8,64]bf16");
 }
 
 // Side by side in one run: the same case through the plain plan (the kernel launched alone) and
 // through AttentionTkg() with its virtual rows: 1.93x and 2.16x the HBM bound against 1.25x and
-// 1.54x (LNC 1 merges on chip, about 1.2 us after the last block; at LNC 2 the merge through HBM,
-// about 2.7 us of stores, loads and arithmetic, is a fifth of it).
+// 1.51x (the merge on chip takes about 1.2 us after the last block; at LNC 2, 11.6 us of HBM per
+// core, the K chunks' 64 KiB DMAs start the stream late and its last blocks' P @ V trail it).
 TEST(TkgVirtualRowsTest, FasterThanThePlainPlanOnALongRow) {
   for (const auto& [c, limit] : {std::pair{TkgCase{"t32768_g8_b1_d64_lnc1", 32768, 8, 1, 64, 1, kBf16}, 1.25},
-                                 std::pair{TkgCase{"t32768_g8_b1_d64_lnc2", 32768, 8, 1, 64, 2, kBf16}, 1.59}}) {
+                                 std::pair{TkgCase{"t32768_g8_b1_d64_lnc2", 32768, 8, 1, 64, 2, kBf16}, 1.52}}) {
     const AttentionTkgParams p = MakeTkgParams(c);
     const double bound = TkgRooflineNs(p, c.lnc);
     LogicalCore plain(c.lnc, Trn2Profile());
