@@ -35,12 +35,12 @@ constexpr int64_t kLongStreamBytes = 6 * 1024 * 1024;
 constexpr int64_t kStreamEdgeBytes = 1024 * 1024;
 // PE work (ns) the score matmuls should run ahead of the softmax that consumes them.
 constexpr double kLookaheadNs = 2500.0;
-// One batch row splits its tokens into virtual rows (2 per core) from this many tokens per core:
-// the merge that follows costs about 1.5 us (two loads, a few instructions, a store).
+// One batch row splits its tokens into virtual rows from this many tokens per core: their merge
+// on chip adds about 1.2 us after the last block.
 constexpr int64_t kVirtualRowsMinTokensPerCore = 16384;
 // Fewest tokens of a virtual row (4 blocks of 512), and most virtual rows per core (measured at
-// T = 32768, LNC 1, with the merge through HBM: 4, 8 and 16 per core give 1.29x, 1.30x and 1.35x at d = 64, bf16, 1.21x, 1.14x and
-// 1.11x at d = 128, fp32).
+// T = 32768, LNC 1, when the merge went through HBM: 4, 8 and 16 per core gave 1.29x, 1.30x and
+// 1.35x at d = 64 in bf16, and 1.21x, 1.14x and 1.11x at d = 128 in fp32).
 constexpr int64_t kVirtualRowTokens = 2048;
 constexpr int64_t kMaxVirtualRowsPerCore = 8;
 
@@ -690,7 +690,6 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   };
 
-  // The group's result: merge with the peer's partial (LNC 2), normalise, store this core's rows.
   // res = the exact merge of this core's partial `own` and the peer's (each [P, w + 2]: the
   // unnormalised output, nb, sum); tmp [P, 5] scratch.
   auto merge_with_peer = [&](const Tile& own, const Tile& pe, const Tile& tmp, const Tile& res) {
@@ -780,6 +779,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     if (h1 > h0) nisa::dma_copy(row_out.select(1, 0).slice(0, h0, h1), res.slice(0, h0, h1));
   };
 
+  // The group's result: merge with the peer's partial (LNC 2), normalise, store this core's rows.
   auto finish = [&](int64_t gi) {
     if (row_out.valid()) {
       merge_rows_on_chip(gi);
