@@ -227,7 +227,7 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
           (MatmulNs(prof, plan.heads, kdt) +
            std::min(MatmulNs(prof, plan.heads, kdt), MatmulNs(prof, plan.d, kdt)));
   const double hbm_block_ns = HbmTransferNs(prof, 2 * plan.d * plan.block * SizeOf(kdt));
-  if (plan.rows == 1 && !p.k_new.valid() && plan.tokens / lnc >= kVirtualRowsMinTokensPerCore &&
+  if (plan.rows == 1 && plan.tokens / lnc >= kVirtualRowsMinTokensPerCore &&
       pe_block_ns > hbm_block_ns) {
     int64_t per_core = std::min({kMaxVirtualRowsPerCore, np / plan.heads,
                                  plan.tokens / lnc / kVirtualRowTokens});
@@ -904,19 +904,32 @@ AttentionTkgParams VirtualRows(const AttentionTkgParams& p, int64_t v) {
 
 }  // namespace
 
-TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
+void AttentionTkgInto(LogicalCore& lnc, const AttentionTkgParams& params, const TensorView& out) {
   ValidateAttentionTkg(params, lnc.profile());
-  TensorView out = TensorView::Create(params.q.shape(), params.q.dtype(), "attention_out");
+  if (!out.valid() || out.shape() != params.q.shape() || !IsFloat(out.dtype())) {
+    Fail("out", out, StrCat("must be a float tensor of q's shape ", ShapeString(params.q.shape())));
+  }
   const int64_t v = PlanAttentionTkg(params, lnc.lnc(), lnc.profile()).virtual_rows;
   if (v > 1) {  // the row as virtual rows, merged on chip (and at LNC 2 over the link)
+    // This step's token goes into the caches first; the virtual rows read it there (their reads
+    // wait for that write).
+    if (params.k_new.valid()) {
+      lnc.Launch([&](const KernelContext& ctx) { AttentionTkgAppendKernel(ctx, params); });
+    }
     const AttentionTkgParams vp = VirtualRows(params, v);
     lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, vp, out, out); });
-    return out;
+    return;
   }
   lnc.Launch([&](const KernelContext& ctx) { AttentionTkgKernel(ctx, params, out); });
   if (params.k_new.valid()) {
     lnc.Launch([&](const KernelContext& ctx) { AttentionTkgAppendKernel(ctx, params); });
   }
+}
+
+TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
+  ValidateAttentionTkg(params, lnc.profile());
+  TensorView out = TensorView::Create(params.q.shape(), params.q.dtype(), "attention_out");
+  AttentionTkgInto(lnc, params, out);
   return out;
 }
 

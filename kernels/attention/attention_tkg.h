@@ -42,7 +42,7 @@
 //     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
 //     for a one-row group, half of its heads).
 //   * One batch row whose PE work per block outruns its HBM stream (d <= 64, or fp32; the plan's
-//     estimate) with at least 16384 tokens per core: AttentionTkg() runs it as V virtual rows
+//     estimate) with at least 16384 tokens per core: AttentionTkgInto() runs it as V virtual rows
 //     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
 //     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, and merge
 //     exactly on chip: the per-head max across the partitions by a PE transpose and a 1-row
@@ -55,12 +55,12 @@
 //     summed into the block's last score column; d <= 64: one per pack), its P @ V from one extra
 //     1-partition matmul per pack. The cache's position T - 1 is not loaded when it is alone in
 //     its 128-token chunk; in a longer chunk it rides along unused, so the chunk stays one DMA.
-//     AttentionTkg() then writes k_new / v_new into the caches (AttentionTkgAppendKernel).
+//     AttentionTkgInto() then writes k_new / v_new into the caches (AttentionTkgAppendKernel).
 //
 // Errors: Error(kInvalidArgument) worded "attention_tkg: <operand> <shape>: <rule>" (see
 // ValidateAttentionTkg); Error(kOutOfResources) if a tile does not fit. Nothing is written when
 // validation fails.
-// Threads: AttentionTkg() runs the SPMD program on the LogicalCore's threads and returns when
+// Threads: AttentionTkgInto() runs the SPMD program on the LogicalCore's threads and returns when
 // every physical core is done; call it from one host thread at a time per LogicalCore.
 #pragma once
 
@@ -79,8 +79,9 @@ struct AttentionTkgParams {
   // Optional, both or neither: this step's K and V rows, [Bl, d] in the caches' dtype. When
   // given, position T - 1 of the caches is this step's token: the kernel reads tokens [0, T - 1)
   // from the caches and the last one from k_new / v_new (one DMA each, used from SBUF), and
-  // AttentionTkg() writes k_new into k_cache[:, :, T - 1] and v_new into v_cache[:, T - 1, :], so
-  // the caller issues no append of its own. Whatever the caches held at T - 1 is ignored.
+  // AttentionTkgInto() writes k_new into k_cache[:, :, T - 1] and v_new into
+  // v_cache[:, T - 1, :], so the caller issues no append of its own. Whatever the caches held at
+  // T - 1 is ignored.
   TensorView k_new = {};
   TensorView v_new = {};
 };
@@ -105,7 +106,7 @@ struct AttentionTkgPlan {
                                // rest; rows_per_pack / rows_per_group are then over a core's rows
   int64_t core0_tokens = 0;    // LNC 2 token split: core 0 takes [0, core0_tokens), core 1 the
                                // rest (= tokens when the rows split)
-  int64_t virtual_rows = 1;    // > 1: AttentionTkg() runs the one batch row as this many rows of
+  int64_t virtual_rows = 1;    // > 1: AttentionTkgInto() runs the one batch row as this many rows of
                                // T / virtual_rows tokens each (2 to 8 per core), merged on chip
 };
 // split_even_rows: at LNC 2 an even Bl splits the rows whatever the estimate (virtual rows).
@@ -130,11 +131,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
 // REQUIRES: params valid.
 void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams& params);
 
-// Validates (nothing is read or written if that fails), allocates out [G, Bl, d] in q's dtype,
-// runs AttentionTkgKernel on every core of lnc and then, with k_new / v_new,
-// AttentionTkgAppendKernel. With plan.virtual_rows = V > 1 (one batch row, no k_new, T a
-// multiple of V and at least 16384 tokens per core) the kernel runs on the row as V rows of T / V
-// tokens (views, no copies) and merges them on chip into out.
+// Validates (nothing is read or written if that fails; out must be a float tensor of q's
+// shape), runs AttentionTkgKernel on every core of lnc into out and then, with k_new / v_new,
+// AttentionTkgAppendKernel. With plan.virtual_rows = V > 1 (one batch row, T a multiple of V and
+// at least 16384 tokens per core) the kernel runs on the row as V rows of T / V tokens (views, no
+// copies) and merges them on chip into out; with k_new / v_new the append runs first there.
+void AttentionTkgInto(LogicalCore& lnc, const AttentionTkgParams& params, const TensorView& out);
+
+// AttentionTkgInto into a new out [G, Bl, d] in q's dtype.
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params);
 
 }  // namespace nkisim::kernels

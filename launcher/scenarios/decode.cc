@@ -164,10 +164,7 @@ ScenarioFootprint RunDecode(PlanRun& run) {
         const kernels::AttentionTkgParams params{q_att.slice(0, lo, hi),
                                                  k_cache[i].slice(2, 0, t_now),
                                                  v_cache[i].slice(1, 0, t_now), new_k, new_v};
-        kernels::ValidateAttentionTkg(params, lnc.profile());
-        const TensorView out = attention.slice(0, lo, hi);
-        lnc.Launch([&](const KernelContext& ctx) { kernels::AttentionTkgKernel(ctx, params, out); });
-        lnc.Launch([&](const KernelContext& ctx) { kernels::AttentionTkgAppendKernel(ctx, params); });
+        kernels::AttentionTkgInto(lnc, params, attention.slice(0, lo, hi));
         if (!Functional()) continue;  // timing-only: nothing to check
         // The append is a copy: position t_now - 1 of both caches must now hold this step's
         // rows bit for bit (the golden below reads the caches the next steps read).

@@ -63,8 +63,8 @@ INSTANTIATE_TEST_SUITE_P(
 // there and are unchanged elsewhere. The cases put this step's token in every place the kernel
 // handles apart: a block of its own (T = 1, also with core 1 of LNC 2 empty), the only token of
 // a block's last V chunk (T 1025 at LNC 2, T 129), the last partition of a full 128-token chunk
-// (T 128, 256, 1024), a token-split core 1 (Bl 3), d = 64 packs with a half pack (Bl 3) and a
-// strided k_new / v_new.
+// (T 128, 256, 1024), a token-split core 1 (Bl 3), d = 64 packs with a half pack (Bl 3), a
+// strided k_new / v_new, and one long row as virtual rows (T 32768).
 class TkgNewRowsTest : public ::testing::TestWithParam<TkgCase> {};
 
 TEST_P(TkgNewRowsTest, MatchesGoldenAndAppends) {
@@ -100,6 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
                       TkgCase{"new_t1025_g8_b4_d128_lnc2_bf16", 1025, 8, 4, 128, 2, kBf16},
                       TkgCase{"new_t1025_g1_b6_d128_lnc2_bf16", 1025, 1, 6, 128, 2, kBf16},
                       TkgCase{"new_t700_g4_b3_d64_lnc2_fp32", 700, 4, 3, 64, 2, kFp32},
+                      // One long row as virtual rows: the append runs first, the rows read it.
+                      TkgCase{"new_t32768_g8_b1_d64_lnc1_bf16", 32768, 8, 1, 64, 1, kBf16},
+                      TkgCase{"new_t32768_g4_b1_d64_lnc2_bf16", 32768, 4, 1, 64, 2, kBf16},
                       TkgCase{"new_t600_g8_b4_d64_lnc2_bf16", 600, 8, 4, 64, 2, kBf16},
                       TkgCase{"new_t300_g4_b3_d64_lnc1_strided_bf16", 300, 4, 3, 64, 1, kBf16},
                       TkgCase{"new_t513_g8_b2_d128_lnc2_strided_fp32", 513, 8, 2, 128, 2, kFp32}),
@@ -390,6 +393,25 @@ TEST(TkgValidationTest, EntryPointThrowsInvalidArgument) {
     EXPECT_EQ(ExitCodeFor(e.code()), 11);
   }
   EXPECT_EQ(lnc.now(), 0.0);
+}
+
+// AttentionTkgInto writes into the caller's tensor: one of another shape or an integer dtype is
+// refused, naming out and q's shape, before anything runs.
+TEST(TkgValidationTest, IntoRefusesAnOutThatIsNotQsShape) {
+  const AttentionTkgParams p = MakeTkgParams(TkgCase{"into", 256, 8, 4, 64, 1, kBf16});
+  for (const TensorView& out : {TensorView::Create({8, 3, 64}, DType::kBFloat16, "out"),
+                                TensorView::Create({8, 4, 64}, DType::kInt32, "out")}) {
+    LogicalCore lnc(1, Trn2Profile());
+    try {
+      AttentionTkgInto(lnc, p, out);
+      ADD_FAILURE() << "accepted " << ShapeString(out.shape());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("out [8, "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("q's shape [8, 4, 64]"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(lnc.now(), 0.0);
+  }
 }
 
 }  // namespace
