@@ -83,16 +83,20 @@ int RunKernelAttention(const AttentionOptions& options) {
         ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(),
         ShapeString(v.shape()).c_str(), DTypeName(dtype), o.common.lnc, profile.name().c_str());
     out = kernels::AttentionTkg(lnc, {q, k, v});  // validates first
-    const kernels::AttentionTkgPlan plan = kernels::PlanAttentionTkg({q, k, v}, o.common.lnc, profile);
+    const kernels::AttentionTkgPlan plan =
+        kernels::PlanAttentionTkg({q, k, v}, o.common.lnc, profile);
     if (plan.virtual_rows > 1) {
-      std::printf("plan: the row as %lld virtual rows of %lld tokens (they share matmuls and softmax "
-                  "instructions), merged after by their log-sum-exps\n",
+      std::printf("plan: the row as %lld virtual rows of %lld tokens (they share matmuls and "
+                  "softmax instructions), merged on chip\n",
                   static_cast<long long>(plan.virtual_rows),
                   static_cast<long long>(plan.tokens / plan.virtual_rows));
     } else {
+      const char* split = o.common.lnc == 1 ? ""
+                          : plan.split_rows ? ", the cores split the rows"
+                                            : ", the cores split the tokens";
       std::printf("plan: %lld row(s) per scores matmul, %lld per softmax group%s\n",
-                  static_cast<long long>(plan.rows_per_pack), static_cast<long long>(plan.rows_per_group),
-                  o.common.lnc == 1 ? "" : plan.split_rows ? ", the cores split the rows" : ", the cores split the tokens");
+                  static_cast<long long>(plan.rows_per_pack),
+                  static_cast<long long>(plan.rows_per_group), split);
     }
     flops = 4.0 * static_cast<double>(o.g * o.b * o.t * o.d);
     if (o.check) golden = reference::AttentionTkgRef(q, k, v);
