@@ -43,6 +43,10 @@ constexpr int64_t kVirtualRowsMinTokensPerCore = 16384;
 // 1.35x at d = 64 in bf16, and 1.21x, 1.14x and 1.11x at d = 128 in fp32).
 constexpr int64_t kVirtualRowTokens = 2048;
 constexpr int64_t kMaxVirtualRowsPerCore = 8;
+// The PE's share of a block's HBM time from which one row runs as virtual rows: at 0.9 (d 128,
+// bf16: 654 against 723 ns) the PE's fill and drain around a stream it barely trails cost more
+// than the merge (T 32768: 1.10x -> 1.07x at LNC 1, 1.27x -> 1.22x at LNC 2).
+constexpr double kVirtualRowsPeShare = 0.85;
 
 // Options of exp(-x + bias): the rescale factor exp(old nb - new nb) of a partial.
 nisa::ActivationOptions ShiftedExp(const Tile& bias) {
@@ -216,7 +220,7 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
   plan.core0_tokens = lnc == 1 || plan.split_rows ? plan.tokens : (plan.tokens + 1) / 2;
   // One row alone leaves the scores on G of the 128 partitions and (d <= 64) half of the
   // contraction empty, so each 512-token block pays every PE instruction for one row; where that
-  // makes the PE slower than the row's HBM stream (d <= 64, or fp32), a long row is cut into
+  // takes the PE to kVirtualRowsPeShare of the row's HBM stream or beyond, a long row is cut into
   // virtual rows (the caches seen as [V, d, T / V]), up to kMaxVirtualRowsPerCore per core with
   // at least kVirtualRowTokens tokens each, which share the transposes and softmax instructions
   // and (d <= 64) the score and P @ V matmuls.
@@ -228,7 +232,7 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& p, int lnc,
            std::min(MatmulNs(prof, plan.heads, kdt), MatmulNs(prof, plan.d, kdt)));
   const double hbm_block_ns = HbmTransferNs(prof, 2 * plan.d * plan.block * SizeOf(kdt));
   if (plan.rows == 1 && plan.tokens / lnc >= kVirtualRowsMinTokensPerCore &&
-      pe_block_ns > hbm_block_ns) {
+      pe_block_ns > kVirtualRowsPeShare * hbm_block_ns) {
     int64_t per_core = std::min({kMaxVirtualRowsPerCore, np / plan.heads,
                                  plan.tokens / lnc / kVirtualRowTokens});
     while (per_core >= 2 && plan.tokens % (per_core * lnc) != 0) --per_core;
