@@ -41,8 +41,8 @@
 //     partial (max, sum, unnormalised output) per group; the partials are exchanged with
 //     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
 //     for a one-row group, half of its heads).
-//   * One batch row whose PE work per block outruns its HBM stream (d <= 64, or fp32; the plan's
-//     estimate) with at least 16384 tokens per core: AttentionTkgInto() runs it as V virtual rows
+//   * One batch row whose PE work per block reaches 85% of its HBM time (the plan's estimate;
+//     every trn2 d and dtype) with at least 16384 tokens per core: AttentionTkgInto() runs it as V virtual rows
 //     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
 //     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, and merge
 //     exactly on chip: the per-head max across the partitions by a PE transpose and a 1-row
