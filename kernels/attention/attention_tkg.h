@@ -42,13 +42,13 @@
 //     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
 //     for a one-row group, half of its heads).
 //   * One batch row whose PE work per block reaches 85% of its HBM time (the plan's estimate;
-//     every trn2 d and dtype) with at least 16384 tokens per core: AttentionTkgInto() runs it as V virtual rows
-//     (up to 8 per core, at least 2048 tokens each; the caches seen as [V, d, T / V]), which
-//     share the PE transposes, the softmax instructions and (d <= 64) the matmuls, and merge
-//     exactly on chip: the per-head max across the partitions by a PE transpose and a 1-row
-//     matmul broadcast, then one matmul of identity stacks scaled by exp(m_b - M); at LNC 2 each
-//     core merges its half of the virtual rows and the two halves cross with one sendrecv
-//     (AttentionTkgPlan::virtual_rows).
+//     every trn2 d and dtype) with at least 16384 tokens per core: AttentionTkgInto() runs it
+//     as V virtual rows (up to 8 per core, at least 2048 tokens each; the caches seen as
+//     [V, d, T / V]), which share the PE transposes, the softmax instructions and (d <= 64) the
+//     matmuls, and merge exactly on chip: the per-head max across the partitions by a PE
+//     transpose and a 1-row matmul broadcast, then one matmul of identity stacks scaled by
+//     exp(m_b - M); at LNC 2 each core merges its half of the virtual rows and the two halves
+//     cross with one sendrecv (AttentionTkgPlan::virtual_rows).
 //   * With k_new / v_new, the core holding token T - 1 loads k_new (as [c * d, packs], the
 //     scores' layout) and v_new in one DMA each; the token's scores come from one extra matmul
 //     per row group (one row per pack: all rows against all K columns, the own column masked and
