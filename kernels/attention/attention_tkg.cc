@@ -694,6 +694,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   };
 
+  // res = acc / l (l: one value per partition).
+  auto normalise = [&](const Tile& res, const Tile& acc, const Tile& l) {
+    const Tile inv = core.AllocateSbuf("inv_sum", {l.partitions(), 1}, f32);
+    nisa::reciprocal(inv, l);
+    nisa::tensor_scalar(res, acc, {.op0 = AluOp::kMultiply, .operand0 = inv});
+  };
+
   // res = the exact merge of this core's partial `own` and the peer's (each [P, w + 2]: the
   // unnormalised output, nb, sum); tmp [P, 5] scratch.
   auto merge_with_peer = [&](const Tile& own, const Tile& pe, const Tile& tmp, const Tile& res) {
@@ -762,9 +769,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     const Tile res = at(out_t, gi).slice(0, 0, g).slice(1, 0, d);
     if (lnc == 1) {
-      const Tile inv = core.AllocateSbuf("row_merge_inv", {g, 1}, f32);
-      nisa::reciprocal(inv, den);
-      nisa::tensor_scalar(res, num, {.op0 = AluOp::kMultiply, .operand0 = inv});
+      normalise(res, num, den);
       nisa::dma_copy(row_out.select(1, 0), res);
       return;
     }
@@ -793,15 +798,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile gs = at(gstate, gi).slice(0, 0, pp);
     const Tile acc = gs.slice(1, 0, cd), nbs = gs.slice(1, cd, cd + 1), ls = gs.slice(1, cd + 1, cd + 2);
     const Tile res = at(out_t, gi).slice(0, 0, pp);
-    Tile tmp = core.AllocateSbuf("merge_tmp", {pp, 5}, f32);
     if (!merge) {
-      const Tile rl = tmp.slice(1, 1, 2);
-      nisa::reciprocal(rl, ls);
-      nisa::tensor_scalar(res, acc, {.op0 = AluOp::kMultiply, .operand0 = rl});
+      normalise(res, acc, ls);
     } else {
       const Tile pe = at(peer, gi).slice(0, 0, pp);
       nisa::sendrecv(gs, pe);
-      merge_with_peer(gs, pe, tmp, res);
+      merge_with_peer(gs, pe, core.AllocateSbuf("merge_tmp", {pp, 5}, f32), res);
     }
     // Rows (or, for a one-row group, heads) this core stores.
     int64_t r0 = 0, r1 = rows, h0 = 0, h1 = g;
@@ -906,13 +908,8 @@ AttentionTkgParams VirtualRows(const AttentionTkgParams& p, int64_t v) {
   return out;
 }
 
-}  // namespace
-
-void AttentionTkgInto(LogicalCore& lnc, const AttentionTkgParams& params, const TensorView& out) {
-  ValidateAttentionTkg(params, lnc.profile());
-  if (!out.valid() || out.shape() != params.q.shape() || !IsFloat(out.dtype())) {
-    Fail("out", out, StrCat("must be a float tensor of q's shape ", ShapeString(params.q.shape())));
-  }
+// AttentionTkgInto's launches. REQUIRES: params and out validated.
+void LaunchAttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params, const TensorView& out) {
   const int64_t v = PlanAttentionTkg(params, lnc.lnc(), lnc.profile()).virtual_rows;
   if (v > 1) {  // the row as virtual rows, merged on chip (and at LNC 2 over the link)
     // This step's token goes into the caches first; the virtual rows read it there (their reads
@@ -930,10 +927,20 @@ void AttentionTkgInto(LogicalCore& lnc, const AttentionTkgParams& params, const 
   }
 }
 
+}  // namespace
+
+void AttentionTkgInto(LogicalCore& lnc, const AttentionTkgParams& params, const TensorView& out) {
+  ValidateAttentionTkg(params, lnc.profile());
+  if (!out.valid() || out.shape() != params.q.shape() || !IsFloat(out.dtype())) {
+    Fail("out", out, StrCat("must be a float tensor of q's shape ", ShapeString(params.q.shape())));
+  }
+  LaunchAttentionTkg(lnc, params, out);
+}
+
 TensorView AttentionTkg(LogicalCore& lnc, const AttentionTkgParams& params) {
   ValidateAttentionTkg(params, lnc.profile());
   TensorView out = TensorView::Create(params.q.shape(), params.q.dtype(), "attention_out");
-  AttentionTkgInto(lnc, params, out);
+  LaunchAttentionTkg(lnc, params, out);
   return out;
 }
 
