@@ -13,30 +13,44 @@
 
 #include "launcher/commands/commands.h"
 #include "runtime/error.h"
+#include "runtime/host_blas.h"
 
 namespace {
 
-// OpenBLAS (Debian's 0.3.21) does not recognise some newer x86 CPUs and falls back to its generic
-// Prescott kernels, about 2.5x slower for the tile matmuls and the fp64 goldens. It reads
-// OPENBLAS_CORETYPE when the library loads, so unless the user chose a core type, the process
-// starts again with the one this CPU supports (ranks started by mpirun inherit it).
-void UseFastOpenBlasKernels(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
-  const char* type = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                       : nullptr;
-  if (type == nullptr) return;
-  setenv("OPENBLAS_CORETYPE", type, 1);
-  execv("/proc/self/exe", argv);  // returns only on failure: then go on with the library's choice
+// OpenBLAS reads two settings only when the library loads, so the process starts again with them
+// in its environment (ranks started by mpirun inherit it), each only where the user has not set it:
+// * OPENBLAS_CORETYPE: Debian's 0.3.21 does not recognise some newer x86 CPUs and falls back to
+//   its generic Prescott kernels, about 2.5x slower for the tile matmuls and the fp64 goldens;
+// * OPENBLAS_NUM_THREADS=1: every BLAS call here is single-threaded (runtime/nisa/matmul.cc,
+//   kernels/reference/blas.cc), yet the library starts a pool of one thread per core at load,
+//   whose threads spin in sched_yield waiting for work: 0.15 s of CPU per process on a 2-core
+//   VM (a QKV kernel run took 0.47 s of CPU, 0.32 s without the pool), which a job of 128 ranks
+//   on two cores pays 128 times.
+void ConfigureOpenBlas(char** argv) {
+  bool changed = false;
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    changed = true;
+  }
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    const char* type = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                       : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                         : nullptr;
+    if (type != nullptr) {
+      setenv("OPENBLAS_CORETYPE", type, 1);
+      changed = true;
+    }
+  }
+  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: go on as loaded
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  UseFastOpenBlasKernels(argv);
+  ConfigureOpenBlas(argv);
   CLI::App app{"nkisim: simulated Trainium-class NeuronCores, kernels and collectives"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "nkisim 0.1.0");
+  app.set_version_flag("--version", "nkisim 0.1.0 (host BLAS: " + nkisim::HostBlasDescription() + ")");
   int exit_code = 0;
   // The command table (launcher/commands/commands.cc), groups before their members.
   std::map<std::string, CLI::App*> groups = {{"", &app}};
