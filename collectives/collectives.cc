@@ -212,7 +212,10 @@ void Reduce(const CollectivePlan& plan, const GroupComm& group, const TensorView
       const TensorView in = input.reshape({total}), out = output.reshape({n});
       RunReductionScheduleInPieces(
           *plan.schedule, group, input.dtype(), total, kReductionPieceElements, first, n,
-          [&](int64_t a, int64_t b) { return in.slice(0, a, b).ToFloats(); },
+          [&](int64_t a, int64_t b, float* values) {
+            ToFloat(in.dtype(), static_cast<const std::byte*>(ViewData(in)) + a * SizeOf(in.dtype()),
+                    values, static_cast<size_t>(b - a));
+          },
           [&](int64_t a, const float* v, int64_t count) {
             out.slice(0, a - first, a - first + count).FromFloats(v, count);
           });

@@ -41,17 +41,22 @@ void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype
 // Elements per piece of RunReductionScheduleInPieces as the collectives call it (16 MiB of fp32).
 inline constexpr int64_t kReductionPieceElements = int64_t{1} << 22;
 
+// Each thread keeps the reductions' wire buffers (and the fp32 piece) for its next call, up to
+// this many bytes: repeated calls then take no fresh pages. A call that needed more frees them.
+inline constexpr size_t kKeptScratchBytes = size_t{16} << 20;
+
 // The fp32 form over `total` elements in pieces: piece p holds part p of every chunk (chunk c cut
 // into as many parts as there are pieces), so every element meets exactly the additions of the
 // whole run, in the same order (bit-identical results), while only one piece's values and wire
-// buffers are held: about piece_elements of each instead of `total`. read(a, b) returns elements
-// [a, b) of this member's input, rounded to dtype; write(a, values, count) takes the final values
+// buffers are held: about piece_elements of each instead of `total`. read(a, b, out) writes
+// elements [a, b) of this member's input, rounded to dtype, to out[0, b - a) (a buffer the call
+// keeps for the thread's next one, kKeptScratchBytes); write(a, values, count) takes the final values
 // of elements [a, a + count), called only for elements in [first, first + n) (the ones the op
 // promises). REQUIRES: as RunReductionSchedule's; piece_elements >= 1; every member calls it with
 // the same schedule, total and piece_elements.
 void RunReductionScheduleInPieces(
     const Schedule& s, const GroupComm& group, DType dtype, int64_t total, int64_t piece_elements,
-    int64_t first, int64_t n, const std::function<std::vector<float>(int64_t, int64_t)>& read,
+    int64_t first, int64_t n, const std::function<void(int64_t, int64_t, float*)>& read,
     const std::function<void(int64_t, const float*, int64_t)>& write);
 
 }  // namespace nkisim::collectives
