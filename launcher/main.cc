@@ -41,7 +41,14 @@ void ConfigureOpenBlas(char** argv) {
       changed = true;
     }
   }
-  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: go on as loaded
+  if (!changed) return;
+  // By its real path, so the process keeps its name (comm, as ps and perf show it) rather than
+  // "exe". execv returns only on failure: then go on with the library as loaded.
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return;
+  path[n] = '\0';
+  execv(path, argv);
 }
 
 }  // namespace
