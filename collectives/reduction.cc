@@ -49,9 +49,10 @@ template <typename T>
 struct Scratch {
   std::deque<std::vector<T>> out_pool, in_pool;  // a deque keeps its buffers in place as it grows
   std::vector<T> values;
+  std::vector<T> sum;  // a transfer's running sum, where its destination is not a source
 
   size_t CapacityBytes() const {
-    size_t elements = values.capacity();
+    size_t elements = values.capacity() + sum.capacity();
     for (const auto* pool : {&out_pool, &in_pool}) {
       for (const std::vector<T>& v : *pool) elements += v.capacity();
     }
@@ -66,6 +67,24 @@ template <typename T>
 Scratch<T>& ThreadScratch() {
   thread_local Scratch<T> scratch;
   return scratch;
+}
+
+// Calls body(round) with round(v) = RoundToWire(dtype, v) as an inline function of the dtypes
+// the reductions mostly carry (fp32, bf16), so the adding loops need no call per addition.
+template <typename Body>
+void WithWireRounding(DType dtype, const Body& body) {
+  switch (dtype) {
+    case DType::kFloat32:
+      body([](double v) { return static_cast<double>(static_cast<float>(v)); });
+      return;
+    case DType::kBFloat16:
+      body([](double v) {
+        return static_cast<double>(Bf16BitsToFloat(FloatToBf16Bits(static_cast<float>(v))));
+      });
+      return;
+    default:
+      body([dtype](double v) { return RoundToWire(dtype, v); });
+  }
 }
 
 // Chunk c of values is [bounds[c], bounds[c + 1]).
@@ -142,27 +161,51 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype,
     }
     CheckMpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
              "reduction step (MPI_Waitall)");
-    for (const Incoming& in : incoming) {
-      const Transfer& t = *in.t;
-      const bool dst_is_source = std::find(t.srcs.begin(), t.srcs.end(), me) != t.srcs.end();
-      size_t at = 0;
-      for (int c : t.chunks) {
-        const int owner = ChunkOwner(s, c);
-        size_t copy_from = 0;
-        for (size_t k = 0; k < t.srcs.size(); ++k) {
-          if (t.srcs[k] == owner) copy_from = k;
-        }
-        for (int64_t e = begin(c); e < begin(c + 1); ++e, ++at) {
+    WithWireRounding(dtype, [&](auto round) {
+      for (const Incoming& in : incoming) {
+        const Transfer& t = *in.t;
+        const bool dst_is_source = std::find(t.srcs.begin(), t.srcs.end(), me) != t.srcs.end();
+        size_t at = 0;
+        for (int c : t.chunks) {
+          const int64_t e0 = begin(c), len = begin(c + 1) - e0;
           if (!t.reduce) {
-            values[e] = (*in.from[copy_from])[at];
+            const int owner = ChunkOwner(s, c);
+            size_t copy_from = 0;
+            for (size_t k = 0; k < t.srcs.size(); ++k) {
+              if (t.srcs[k] == owner) copy_from = k;
+            }
+            std::copy_n(in.from[copy_from]->begin() + static_cast<int64_t>(at), len, values.begin() + e0);
+            at += static_cast<size_t>(len);
             continue;
           }
-          double acc = (*in.from[0])[at];
-          for (size_t k = 1; k < t.srcs.size(); ++k) acc = AddOnWire(dtype, acc, (*in.from[k])[at]);
-          values[e] = static_cast<T>(dst_is_source ? acc : AddOnWire(dtype, values[e], acc));
+          // Source by source over the whole range (loops the compiler vectorises): acc = the
+          // sources added in order, each addition rounded; a destination that is not a source
+          // then adds acc to its own value. The running sums are wire values, which T holds
+          // exactly, so this is the element-by-element order's arithmetic.
+          std::vector<T>& sum = ThreadScratch<T>().sum;
+          T* acc = values.data() + e0;
+          if (!dst_is_source) {
+            sum.resize(static_cast<size_t>(len));
+            acc = sum.data();
+          }
+          const T* first = in.from[0]->data() + at;
+          std::copy_n(first, len, acc);
+          for (size_t k = 1; k < t.srcs.size(); ++k) {
+            const T* next = in.from[k]->data() + at;
+            for (int64_t i = 0; i < len; ++i) {
+              acc[i] = static_cast<T>(round(static_cast<double>(acc[i]) + static_cast<double>(next[i])));
+            }
+          }
+          if (!dst_is_source) {
+            T* dst = values.data() + e0;
+            for (int64_t i = 0; i < len; ++i) {
+              dst[i] = static_cast<T>(round(static_cast<double>(dst[i]) + static_cast<double>(acc[i])));
+            }
+          }
+          at += static_cast<size_t>(len);
         }
       }
-    }
+    });
   }
 }
 

@@ -223,19 +223,6 @@ double MaxValue(DType dtype) {
   return 0;
 }
 
-// Without a branch, so the bulk loop below vectorises (bulk tensor initialisation).
-uint16_t FloatToBf16Bits(float value) {
-  const uint32_t bits = LoadRaw<uint32_t>(&value);
-  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;  // ties to even
-  const uint32_t quiet_nan = (bits >> 16) | 0x0040u;                      // keep a NaN quiet
-  return static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-}
-
-float Bf16BitsToFloat(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  return LoadRaw<float>(&wide);
-}
-
 uint16_t FloatToFp16Bits(float value) { return static_cast<uint16_t>(Encode(kFp16, value)); }
 float Fp16BitsToFloat(uint16_t bits) { return Decode(kFp16, bits); }
 

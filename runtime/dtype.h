@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -62,9 +63,22 @@ void FromFloat(DType dtype, float value, void* element);
 void ToFloat(DType dtype, const void* src, float* dst, size_t n);
 void FromFloat(DType dtype, const float* src, void* dst, size_t n);
 
-// Bit-level helpers, exposed for tests and for npy bf16 exchange.
-uint16_t FloatToBf16Bits(float value);
-float Bf16BitsToFloat(uint16_t bits);
+// Bit-level helpers, exposed for tests and for npy bf16 exchange. The bf16 pair is inline: the
+// collectives' reductions round every addition through it (collectives/reduction.cc). Without a
+// branch (a select), so bulk loops over it vectorise (tensor initialisation, the reductions).
+inline uint16_t FloatToBf16Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;  // ties to even
+  const uint32_t quiet_nan = (bits >> 16) | 0x0040u;                      // keep a NaN quiet
+  return static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+inline float Bf16BitsToFloat(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
 uint16_t FloatToFp16Bits(float value);
 float Fp16BitsToFloat(uint16_t bits);
 uint8_t FloatToFp8Bits(DType fp8_dtype, float value);
