@@ -40,11 +40,9 @@ MPI_Datatype MpiTypeOf<double>() { return MPI_DOUBLE; }
 template <>
 MPI_Datatype MpiTypeOf<float>() { return MPI_FLOAT; }
 
-// The wire buffers (and, in pieces, the piece's values) a thread keeps from one reduction to the
-// next, so that repeated calls (a decode job's all_reduce every step, a sweep's hundreds of calls)
-// take no fresh pages whatever the process's malloc policy: without them a 64-rank 512 KiB bf16
-// all_reduce faulted in 2.2 MiB per rank and call. Kept up to kKeptScratchBytes; a larger call
-// (a prefill's 64 MiB) frees its buffers at the end.
+// The wire buffers (and, in pieces, the piece's values) of a thread's reductions: reused from
+// step to step and piece to piece within a call, and from call to call while a
+// KeepReductionBuffers lives on the thread (reduction.h).
 template <typename T>
 struct Scratch {
   std::deque<std::vector<T>> out_pool, in_pool;  // a deque keeps its buffers in place as it grows
@@ -58,15 +56,21 @@ struct Scratch {
     }
     return elements * sizeof(T);
   }
-  void ReleaseIfLarge() {
-    if (CapacityBytes() > kKeptScratchBytes) *this = Scratch();
-  }
 };
+
+thread_local int keep_depth = 0;  // live KeepReductionBuffers on this thread
 
 template <typename T>
 Scratch<T>& ThreadScratch() {
   thread_local Scratch<T> scratch;
   return scratch;
+}
+
+// At the end of a call: the buffers go, unless a KeepReductionBuffers keeps them (and they fit).
+template <typename T>
+void EndOfCall() {
+  Scratch<T>& scratch = ThreadScratch<T>();
+  if (keep_depth == 0 || scratch.CapacityBytes() > kKeptScratchBytes) scratch = Scratch<T>();
 }
 
 // Calls body(round) with round(v) = RoundToWire(dtype, v) as an inline function of the dtypes
@@ -223,17 +227,26 @@ void CheckFp32(DType dtype) {
 
 }  // namespace
 
+KeepReductionBuffers::KeepReductionBuffers() { ++keep_depth; }
+
+KeepReductionBuffers::~KeepReductionBuffers() {
+  if (--keep_depth == 0) {
+    ThreadScratch<float>() = Scratch<float>();
+    ThreadScratch<double>() = Scratch<double>();
+  }
+}
+
 void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                           std::vector<double>& values) {
   RunSchedule(s, group, dtype, EvenBounds(static_cast<int64_t>(values.size()), s.num_chunks), values);
-  ThreadScratch<double>().ReleaseIfLarge();
+  EndOfCall<double>();
 }
 
 void RunReductionSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                           std::vector<float>& values) {
   CheckFp32(dtype);
   RunSchedule(s, group, dtype, EvenBounds(static_cast<int64_t>(values.size()), s.num_chunks), values);
-  ThreadScratch<float>().ReleaseIfLarge();
+  EndOfCall<float>();
 }
 
 void RunReductionScheduleInPieces(
@@ -272,7 +285,7 @@ void RunReductionScheduleInPieces(
       if (hi > lo) write(lo, values.data() + bounds[c] + (lo - a), hi - lo);
     }
   }
-  ThreadScratch<float>().ReleaseIfLarge();
+  EndOfCall<float>();
 }
 
 }  // namespace nkisim::collectives

@@ -17,6 +17,7 @@
 #include "collectives/collective_cost.h"
 #include "collectives/collectives.h"
 #include "collectives/communicator.h"
+#include "collectives/reduction.h"
 #include "collectives/topology.h"
 #include "launcher/commands/batch_shard.h"
 #include "launcher/commands/common_options.h"
@@ -292,6 +293,9 @@ struct Row {
 };
 
 int RunSweep(const Options& o) {
+  // The sweep calls each collective many times: its reductions keep their wire buffers between
+  // calls (collectives/reduction.h).
+  const collectives::KeepReductionBuffers keep_buffers;
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);

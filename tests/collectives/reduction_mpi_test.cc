@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 
 #include "collectives/collectives.h"
 #include "collectives/reduction.h"
@@ -144,11 +145,12 @@ TEST_F(AlgorithmReductionTest, MeshBf16MatchesAPlainSameOrderReference) {
   }
 }
 
-// Repeated reductions take no fresh pages: the wire buffers and the fp32 piece stay with the
-// thread for its next call (reduction.cc), whatever the process's malloc policy. Here the policy
-// hands every freed buffer from 64 KiB up back to the system, as glibc's defaults did for the
-// 64-rank `nkisim collective` sweep (2.2 MiB of fresh pages per rank and call before).
+// Under a KeepReductionBuffers, repeated reductions take no fresh pages: the wire buffers and the
+// fp32 piece stay with the thread for its next call, whatever the process's malloc policy. Here
+// the policy hands every freed buffer from 64 KiB up back to the system, as glibc's defaults did
+// for the 64-rank `nkisim collective` sweep (2.2 MiB of fresh pages per rank and call).
 TEST_F(AlgorithmReductionTest, RepeatedCallsTakeNoFreshPages) {
+  std::optional<KeepReductionBuffers> keep(std::in_place);
   mallopt(M_MMAP_THRESHOLD, 64 << 10);
   mallopt(M_TRIM_THRESHOLD, 64 << 10);
   int rank = 0, world = 0;
@@ -184,6 +186,18 @@ TEST_F(AlgorithmReductionTest, RepeatedCallsTakeNoFreshPages) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);  // tests that follow in this process
   // Before: about 1,000 pages a call; now a few (MPI bookkeeping, the call's trace records).
   EXPECT_LT(per_call, 32) << "fresh pages per all_reduce call on rank " << rank;
+  // When the keeper ends they go back (mapped or heap: the bytes malloc holds for the program).
+  auto held = [] {
+    const struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+  };
+  const size_t before_release = held();
+  keep.reset();
+  const size_t after_release = held();
+  EXPECT_GT(before_release - after_release, size_t{1} << 20) << "the fp32 piece alone is 1 MiB";
+  // Without a keeper, a call keeps nothing.
+  all_reduce(ctx, ctx.group("world"), in, result);
+  EXPECT_LT(held(), after_release + (size_t{256} << 10)) << "bytes held after a call without a keeper";
   // And the results still are the sums (every element: Input(0) + 0.75 (world - 1), in bf16).
   const std::vector<float> got = result.ToFloats();
   EXPECT_NEAR(got[1], 258.0f + 0.75f * static_cast<float>(world - 1), 2.0f);
