@@ -97,9 +97,9 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype,
                  const std::vector<int64_t>& bounds, std::vector<T>& values) {
   const int me = group.position;
   auto begin = [&](int c) { return bounds[static_cast<size_t>(c)]; };
-  // The send and receive buffers are reused from step to step and from call to call (Scratch), so
-  // after the largest step no buffer needs fresh memory: a 64-rank prefill all_reduce of 64 MiB a
-  // rank would otherwise map new pages for every step's halves.
+  // The send and receive buffers are reused from step to step (and, under a KeepReductionBuffers,
+  // from call to call), so after the largest step no buffer needs fresh memory: a 64-rank prefill
+  // all_reduce of 64 MiB a rank would otherwise map new pages for every step's halves.
   std::deque<std::vector<T>>& out_pool = ThreadScratch<T>().out_pool;
   std::deque<std::vector<T>>& in_pool = ThreadScratch<T>().in_pool;
   for (const Step& step : s.steps) {

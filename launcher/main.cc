@@ -23,9 +23,9 @@ namespace {
 //   its generic Prescott kernels, about 2.5x slower for the tile matmuls and the fp64 goldens;
 // * OPENBLAS_NUM_THREADS=1: every BLAS call here is single-threaded (runtime/nisa/matmul.cc,
 //   kernels/reference/blas.cc), yet the library starts a pool of one thread per core at load,
-//   whose threads spin in sched_yield waiting for work: 0.15 s of CPU per process on a 2-core
-//   VM (a QKV kernel run took 0.47 s of CPU, 0.32 s without the pool), which a job of 128 ranks
-//   on two cores pays 128 times.
+//   whose threads spin in sched_yield waiting for work: on a 2-core VM a QKV kernel run took
+//   0.51 s of CPU with the pool, 0.33 s without. (An MPI job's ranks gained nothing measurable:
+//   the pools spin out a wall-clock timeout while the ranks wait in MPI_Init.)
 void ConfigureOpenBlas(char** argv) {
   bool changed = false;
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
