@@ -25,8 +25,6 @@ double RoundToWire(DType dtype, double value) {
   }
 }
 
-double AddOnWire(DType dtype, double a, double b) { return RoundToWire(dtype, a + b); }
-
 int64_t ChunkBegin(int64_t elements, int num_chunks, int chunk) {
   return elements * chunk / num_chunks;
 }

@@ -16,8 +16,6 @@
 
 namespace nkisim::collectives {
 
-// One addition of the wire: a + b, rounded to dtype.
-double AddOnWire(DType dtype, double a, double b);
 // A value rounded to dtype (saturating for the integer types).
 double RoundToWire(DType dtype, double value);
 
