@@ -98,8 +98,9 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype,
   // The send and receive buffers are reused from step to step (and, under a KeepReductionBuffers,
   // from call to call), so after the largest step no buffer needs fresh memory: a 64-rank prefill
   // all_reduce of 64 MiB a rank would otherwise map new pages for every step's halves.
-  std::deque<std::vector<T>>& out_pool = ThreadScratch<T>().out_pool;
-  std::deque<std::vector<T>>& in_pool = ThreadScratch<T>().in_pool;
+  Scratch<T>& scratch = ThreadScratch<T>();
+  std::deque<std::vector<T>>& out_pool = scratch.out_pool;
+  std::deque<std::vector<T>>& in_pool = scratch.in_pool;
   for (const Step& step : s.steps) {
     size_t out_used = 0, in_used = 0;
     auto take = [](std::deque<std::vector<T>>& pool, size_t& used) -> std::vector<T>& {
@@ -184,7 +185,7 @@ void RunSchedule(const Schedule& s, const GroupComm& group, DType dtype,
           // sources added in order, each addition rounded; a destination that is not a source
           // then adds acc to its own value. The running sums are wire values, which T holds
           // exactly, so this is the element-by-element order's arithmetic.
-          std::vector<T>& sum = ThreadScratch<T>().sum;
+          std::vector<T>& sum = scratch.sum;
           T* acc = values.data() + e0;
           if (!dst_is_source) {
             sum.resize(static_cast<size_t>(len));
@@ -263,18 +264,18 @@ void RunReductionScheduleInPieces(
     // Part p of every chunk, laid end to end: the piece's chunk c is bounds [c, c + 1), and
     // holds the tensor's elements [part_begin[c], part_begin[c] + its length).
     bounds.assign(1, 0);
-    int64_t size = 0;
-    for (int c = 0; c < s.num_chunks; ++c) {
-      const int64_t len = chunk[c + 1] - chunk[c];
-      size += ChunkBegin(len, pieces, p + 1) - ChunkBegin(len, pieces, p);
-    }
-    values.resize(static_cast<size_t>(size));
     for (int c = 0; c < s.num_chunks; ++c) {
       const int64_t len = chunk[c + 1] - chunk[c];
       const int64_t a = chunk[c] + ChunkBegin(len, pieces, p), b = chunk[c] + ChunkBegin(len, pieces, p + 1);
       part_begin[static_cast<size_t>(c)] = a;
-      if (b > a) read(a, b, values.data() + bounds.back());
       bounds.push_back(bounds.back() + (b - a));
+    }
+    values.resize(static_cast<size_t>(bounds.back()));
+    for (int c = 0; c < s.num_chunks; ++c) {
+      if (bounds[c + 1] > bounds[c]) {
+        read(part_begin[static_cast<size_t>(c)], part_begin[static_cast<size_t>(c)] + bounds[c + 1] - bounds[c],
+             values.data() + bounds[c]);
+      }
     }
     RunSchedule(s, group, dtype, bounds, values);
     for (int c = 0; c < s.num_chunks; ++c) {
