@@ -250,10 +250,21 @@ std::vector<float> TensorView::ToFloats() const {
             out.size());
     return out;
   }
-  std::vector<float> out;
-  out.reserve(static_cast<size_t>(numel()));
   const size_t width = SizeOf(dtype_);
   const std::byte* base = buffer_->data();
+  if (rank() > 1 && strides_.back() == 1) {  // contiguous rows: one bulk conversion per row
+    const int64_t inner = shape_.back();
+    std::vector<float> out(static_cast<size_t>(numel()));
+    float* dst = out.data();
+    ForEachStridedOffset(Shape(shape_.begin(), shape_.end() - 1),
+                         Shape(strides_.begin(), strides_.end() - 1), offset_, [&](int64_t off) {
+                           ToFloat(dtype_, base + off * width, dst, static_cast<size_t>(inner));
+                           dst += inner;
+                         });
+    return out;
+  }
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(numel()));
   ForEachOffset([&](int64_t off) { out.push_back(ToFloat(dtype_, base + off * width)); });
   return out;
 }
@@ -273,6 +284,16 @@ void TensorView::FromFloats(const float* values, int64_t count) const {
   if (is_contiguous()) {
     FromFloat(dtype_, values, base + offset_ * static_cast<int64_t>(width),
               static_cast<size_t>(count));
+    return;
+  }
+  if (rank() > 1 && strides_.back() == 1) {  // contiguous rows: one bulk conversion per row
+    const int64_t inner = shape_.back();
+    const float* src = values;
+    ForEachStridedOffset(Shape(shape_.begin(), shape_.end() - 1),
+                         Shape(strides_.begin(), strides_.end() - 1), offset_, [&](int64_t off) {
+                           FromFloat(dtype_, src, base + off * width, static_cast<size_t>(inner));
+                           src += inner;
+                         });
     return;
   }
   size_t i = 0;

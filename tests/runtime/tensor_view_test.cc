@@ -115,5 +115,34 @@ TEST(TensorViewTest, FromFloatsRoundsIntoDtype) {
   EXPECT_THROW(t.FromFloats({1.0f}), Error);
 }
 
+// Views whose rows are contiguous but not the rows of their buffer (a column slice, a selected
+// middle dim) convert a row at a time; element by element must give the same values in bf16.
+TEST(TensorViewTest, ContiguousRowViewsConvertLikeElementAccess) {
+  TensorView t = TensorView::Create({3, 4, 6}, DType::kBFloat16, "rows");
+  std::vector<float> values(72);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.37f * static_cast<float>(i) - 9.0f;
+  t.FromFloats(values);
+  for (const TensorView& v :
+       {t.slice(2, 1, 5), t.select(1, 2), t.slice(0, 1, 3).slice(1, 1, 4).slice(2, 2, 6)}) {
+    std::vector<float> expect;
+    v.ForEachOffset([&](int64_t off) {
+      expect.push_back(ToFloat(DType::kBFloat16, t.buffer().data() + off * 2));
+    });
+    EXPECT_EQ(v.ToFloats(), expect);
+    std::vector<float> fresh(expect.size());
+    for (size_t i = 0; i < fresh.size(); ++i) fresh[i] = 100.0f + static_cast<float>(i);
+    v.FromFloats(fresh);
+    size_t i = 0;
+    v.ForEachOffset([&](int64_t off) {
+      EXPECT_EQ(ToFloat(DType::kBFloat16, t.buffer().data() + off * 2), fresh[i])
+          << "element " << i;
+      ++i;
+    });
+  }
+  // The row-major order is kept across the outer dims: t[:, 1:3, 1:3] of 0..23 in fp32.
+  EXPECT_EQ(Iota234().slice(1, 1, 3).slice(2, 1, 3).ToFloats(),
+            (std::vector<float>{5, 6, 9, 10, 17, 18, 21, 22}));
+}
+
 }  // namespace
 }  // namespace nkisim
