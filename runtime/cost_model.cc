@@ -53,6 +53,10 @@ double HbmTransferNs(const HardwareProfile& p, int64_t bytes) {
   return bytes / p.hbm_gbps_per_core();
 }
 
+double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core) {
+  return 2 * p.dma_fixed_ns() + hbm_bytes_per_core / p.hbm_gbps_per_core();
+}
+
 double LinkNs(const HardwareProfile& p, int64_t bytes) {
   return p.core_link_latency_ns() + bytes / p.core_link_gbps();
 }

@@ -25,5 +25,13 @@ double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_element
 double DmaQueueNs(const HardwareProfile& p, int64_t bytes);
 double HbmTransferNs(const HardwareProfile& p, int64_t bytes);
 double LinkNs(const HardwareProfile& p, int64_t bytes);
+// The least time any kernel can take to read its inputs from HBM and store a result that depends
+// on all of them, for `hbm_bytes_per_core` of traffic (inputs and result) on one physical core:
+// the first load's bytes start through the core's HBM port one dma_fixed_ns after it is issued
+// (as dma_copy charges it), every byte passes the port at hbm_gbps_per_core, and the store that
+// needs the last input byte pays dma_fixed_ns again before its own bytes. So
+// 2 * dma_fixed_ns + hbm_bytes_per_core / hbm_gbps_per_core: the HBM roofline plus the two fixed
+// costs no stream hides. A lower bound under this model, not an estimate.
+double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core);
 
 }  // namespace nkisim

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prints the markdown table of docs/attention.md: simulated time, bound and ratio of the decode
-# (TKG) and prefill (CTE) attention kernels on a set of cases, from `nkisim kernel attention`.
+# (TKG) and prefill (CTE) attention kernels on a set of cases, from `nkisim kernel attention`, and
+# for decode the stream floor (the HBM bound plus the first load's and the store's fixed DMA
+# costs: what no kernel beats under the profile) and the simulated time against it.
 #   bash scripts/attention-table.sh [path/to/nkisim]
 set -euo pipefail
 nkisim=${1:-build/launcher/nkisim}
@@ -9,17 +11,25 @@ trap 'rm -rf "$scratch"' EXIT
 row() {
   local label=$1; shift
   local line
-  line=$("$nkisim" kernel attention --out-dir "$scratch" --trace "" "$@" | grep '^roofline:')
+  local out line floor_line floor_cols
+  out=$("$nkisim" kernel attention --out-dir "$scratch" --trace "" "$@")
+  line=$(grep '^roofline:' <<<"$out")
+  floor_line=$(grep '^stream floor:' <<<"$out" || true)
+  floor_cols="- | -"
+  if [[ -n $floor_line ]]; then
+    floor_cols=$(sed -E 's/^stream floor: ([0-9.]+) ns .* simulated = ([0-9.]+)x the floor.*/\1 \2/' \
+      <<<"$floor_line" | awk '{ printf "%.1f us | %sx", $1 / 1000, $2 }')
+  fi
   local bound_kind sim bound ratio
   bound_kind=$(sed -E 's/.*; (HBM|PE)-bound;.*/\1/' <<<"$line")
   sim=$(sed -E 's/.*simulated ([0-9.]+) ns.*/\1/' <<<"$line")
   ratio=$(sed -E 's/.* = ([0-9.]+)x the bound.*/\1/' <<<"$line")
   bound=$(awk -v s="$sim" -v r="$ratio" 'BEGIN { printf "%.1f", s / r / 1000 }')
-  printf '| %s | %.1f us | %s us (%s) | %sx |\n' "$label" "$(awk -v s="$sim" 'BEGIN{print s/1000}')" \
-    "$bound" "$bound_kind" "$ratio"
+  printf '| %s | %.1f us | %s us (%s) | %sx | %s |\n' "$label" \
+    "$(awk -v s="$sim" 'BEGIN{print s/1000}')" "$bound" "$bound_kind" "$ratio" "$floor_cols"
 }
-echo "| case (bf16, d 128 unless stated) | simulated | bound | ratio |"
-echo "|---|---|---|---|"
+echo "| case (bf16, d 128 unless stated) | simulated | bound | ratio | stream floor | x floor |"
+echo "|---|---|---|---|---|---|"
 for lnc in 1 2; do
   for t in 1024 4096 8192; do
     row "decode B 32, G 8, T $t, LNC $lnc" --variant tkg --b 32 --g 8 --t "$t" --lnc "$lnc"

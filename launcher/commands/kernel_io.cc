@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"
 #include "runtime/npy.h"
@@ -87,6 +88,19 @@ double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bo
               peak, mx ? " MX" : "", lnc.lnc(), memory_ns >= compute_ns ? "HBM" : "PE", sim_ns,
               bound > 0 ? sim_ns / bound : 0.0);
   return bound;
+}
+
+void ReportStreamFloor(const LogicalCore& lnc, double hbm_bytes) {
+  const HardwareProfile& p = lnc.profile();
+  const double per_core = hbm_bytes / lnc.lnc();
+  const double hbm_ns = per_core / p.hbm_gbps_per_core();
+  const double floor_ns = StreamFloorNs(p, per_core);
+  const double sim_ns = lnc.now();
+  std::printf("stream floor: %.1f ns = HBM %.1f ns + 2 x %.0f ns (the first load's and the store's "
+              "fixed DMA cost, which no stream hides) = %.2fx the HBM bound; simulated = %.2fx the "
+              "floor\n",
+              floor_ns, hbm_ns, p.dma_fixed_ns(), hbm_ns > 0 ? floor_ns / hbm_ns : 0.0,
+              floor_ns > 0 ? sim_ns / floor_ns : 0.0);
 }
 
 void CheckKernelFlags(const char* command, std::initializer_list<SizeFlag> sizes,

@@ -53,5 +53,9 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
 // dominates and the simulated time as a multiple of it; returns the bound in ns.
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx = false);
+// Prints the stream floor (runtime/cost_model.h StreamFloorNs) of `hbm_bytes` shared evenly by
+// the logical core's physical cores, against the HBM roofline and the simulated time: how close a
+// memory-bound kernel comes to what any kernel could do under the profile's DMA costs.
+void ReportStreamFloor(const LogicalCore& lnc, double hbm_bytes);
 
 }  // namespace nkisim::launcher

@@ -25,6 +25,9 @@ TEST(KernelAttentionCliTest, DecodeChecksAndReportsTheRoofline) {
   EXPECT_THAT(r.output, HasSubstr("check vs fp64 golden (atol 1e-05, rtol 0.02): PASS"));
   EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
   EXPECT_THAT(r.output, HasSubstr("x the bound"));
+  // 4 rows x (K + V of 1024 x 64 bf16) + q and out: 1,052,672 B over 2 cores = 1452.0 ns of HBM.
+  EXPECT_THAT(r.output, HasSubstr("stream floor: 2652.0 ns = HBM 1452.0 ns + 2 x 600 ns"));
+  EXPECT_THAT(r.output, HasSubstr("= 1.83x the HBM bound; simulated = "));
 }
 
 TEST(KernelAttentionCliTest, PrefillChecksAndReportsTheRoofline) {

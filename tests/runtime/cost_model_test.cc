@@ -38,5 +38,15 @@ TEST(CostModelTest, DmaHbmAndLink) {
   EXPECT_NEAR(LinkNs(p, 362500), 600 + 1000.0, 1e-9);
 }
 
+// The HBM time of the traffic plus one fixed DMA cost for the first load and one for the store.
+TEST(CostModelTest, StreamFloorIsTheHbmTimePlusTwoFixedDmaCosts) {
+  const HardwareProfile& p = Trn2Profile();
+  EXPECT_NEAR(StreamFloorNs(p, 362500), 1000.0 + 2 * 600, 1e-9);
+  EXPECT_NEAR(StreamFloorNs(p, 0), 1200.0, 1e-9);
+  // 1.74 MB per core is about where the floor reaches 1.25x of the HBM roofline (1200 ns is a
+  // quarter of 4800 ns of HBM time).
+  EXPECT_NEAR(StreamFloorNs(p, 4800 * 362.5) / HbmTransferNs(p, 4800 * 362.5), 1.25, 1e-9);
+}
+
 }  // namespace
 }  // namespace nkisim

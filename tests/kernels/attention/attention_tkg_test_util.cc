@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/reference/attention_ref.h"
+#include "runtime/cost_model.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/rng.h"
 #include "runtime/timeline.h"
@@ -94,6 +95,12 @@ double TkgRooflineNs(const AttentionTkgParams& p, int lnc) {
                   flops / (lnc * PeakBf16Tflops(prof) * 1000.0));
 }
 
+double TkgStreamFloorNs(const AttentionTkgParams& p, int lnc) {
+  const double bytes = static_cast<double>(p.q.size_bytes()) * 2 +
+                       static_cast<double>(p.k_cache.size_bytes() + p.v_cache.size_bytes());
+  return StreamFloorNs(Trn2Profile(), bytes / lnc);
+}
+
 void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden,
                              bool with_new) {
   const AttentionTkgParams p = with_new ? MakeTkgParamsWithNew(c) : MakeTkgParams(c);
@@ -116,6 +123,9 @@ void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_go
     }
   }
   EXPECT_GT(ratio, 1.0) << c.name;
+  // No kernel beats the stream floor: the roofline plus the first load's and the store's fixed
+  // DMA costs (runtime/cost_model.h).
+  EXPECT_GE(sim, TkgStreamFloorNs(p, c.lnc)) << c.name;
   EXPECT_LE(ratio, ratio_limit) << c.name;
   if (check_golden) {
     EXPECT_TRUE(WithinTolerance(run.out.ToFloats(),

@@ -56,6 +56,9 @@ reference::Tolerance TkgTolerance(DType dtype);
 // The roofline of a run on `lnc` cores: every input and the output crossing HBM once at the
 // cores' HBM share (K and V dominate), or the matmul flops at the cores' bf16 PE peak.
 double TkgRooflineNs(const AttentionTkgParams& params, int lnc);
+// The stream floor of the same traffic, shared evenly by the cores (runtime/cost_model.h
+// StreamFloorNs): the least time any kernel takes under the profile's DMA costs.
+double TkgStreamFloorNs(const AttentionTkgParams& params, int lnc);
 
 // Runs the case (with k_new / v_new when with_new; the bound is the same, the caches holding
 // this step's token once), checks the golden when check_golden, and expects the simulated time
