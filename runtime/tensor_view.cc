@@ -243,6 +243,22 @@ void TensorView::set(const std::vector<int64_t>& index, float value) const {
   FromFloat(dtype_, value, element_ptr(index));
 }
 
+namespace {
+
+// A view of rank >= 2 whose last dim has stride 1: its rows are runs of contiguous elements.
+bool RowsAreContiguous(const Shape& strides) { return strides.size() > 1 && strides.back() == 1; }
+
+// Calls fn(first element offset, row length) for each row of such a view, in row-major order.
+template <typename Fn>
+void ForEachRow(const Shape& shape, const Shape& strides, int64_t offset, Fn&& fn) {
+  const int64_t n = shape.back();
+  ForEachStridedOffset(Shape(shape.begin(), shape.end() - 1),
+                       Shape(strides.begin(), strides.end() - 1), offset,
+                       [&](int64_t off) { fn(off, n); });
+}
+
+}  // namespace
+
 std::vector<float> TensorView::ToFloats() const {
   if (is_contiguous()) {  // one bulk conversion instead of a call per element
     std::vector<float> out(static_cast<size_t>(numel()));
@@ -252,15 +268,13 @@ std::vector<float> TensorView::ToFloats() const {
   }
   const size_t width = SizeOf(dtype_);
   const std::byte* base = buffer_->data();
-  if (rank() > 1 && strides_.back() == 1) {  // contiguous rows: one bulk conversion per row
-    const int64_t inner = shape_.back();
+  if (RowsAreContiguous(strides_)) {  // one bulk conversion per row
     std::vector<float> out(static_cast<size_t>(numel()));
     float* dst = out.data();
-    ForEachStridedOffset(Shape(shape_.begin(), shape_.end() - 1),
-                         Shape(strides_.begin(), strides_.end() - 1), offset_, [&](int64_t off) {
-                           ToFloat(dtype_, base + off * width, dst, static_cast<size_t>(inner));
-                           dst += inner;
-                         });
+    ForEachRow(shape_, strides_, offset_, [&](int64_t off, int64_t n) {
+      ToFloat(dtype_, base + off * width, dst, static_cast<size_t>(n));
+      dst += n;
+    });
     return out;
   }
   std::vector<float> out;
@@ -286,14 +300,12 @@ void TensorView::FromFloats(const float* values, int64_t count) const {
               static_cast<size_t>(count));
     return;
   }
-  if (rank() > 1 && strides_.back() == 1) {  // contiguous rows: one bulk conversion per row
-    const int64_t inner = shape_.back();
+  if (RowsAreContiguous(strides_)) {  // one bulk conversion per row
     const float* src = values;
-    ForEachStridedOffset(Shape(shape_.begin(), shape_.end() - 1),
-                         Shape(strides_.begin(), strides_.end() - 1), offset_, [&](int64_t off) {
-                           FromFloat(dtype_, src, base + off * width, static_cast<size_t>(inner));
-                           src += inner;
-                         });
+    ForEachRow(shape_, strides_, offset_, [&](int64_t off, int64_t n) {
+      FromFloat(dtype_, src, base + off * width, static_cast<size_t>(n));
+      src += n;
+    });
     return;
   }
   size_t i = 0;
