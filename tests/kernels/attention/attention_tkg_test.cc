@@ -138,8 +138,9 @@ TEST(TkgStreamFloorTest, ShortStreamsStayNearTheirFloor) {
   for (const auto& [c, limit] : cases) {
     const AttentionTkgParams p = MakeTkgParams(c);
     const double sim = RunTkg(p, c.lnc).lnc->now(), floor = TkgStreamFloorNs(p, c.lnc);
-    std::cout << c.name << ": simulated " << sim << " ns = " << sim / floor << "x the stream floor ("
-              << floor << " ns), " << sim / TkgRooflineNs(p, c.lnc) << "x the roofline\n";
+    std::cout << c.name << ": simulated " << sim << " ns = " << sim / floor
+              << "x the stream floor (" << floor << " ns), " << sim / TkgRooflineNs(p, c.lnc)
+              << "x the roofline\n";
     EXPECT_GE(sim, floor) << c.name;
     EXPECT_LE(sim / floor, limit) << c.name;
   }
