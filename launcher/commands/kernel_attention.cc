@@ -119,7 +119,6 @@ int RunKernelAttention(const AttentionOptions& options) {
   const double bytes = static_cast<double>(q.size_bytes() + k.size_bytes() + v.size_bytes() +
                                            out.size_bytes());
   ReportRoofline(lnc, bytes, flops);
-  if (o.variant == "tkg") ReportStreamFloor(lnc, bytes);
   int status = 0;
   if (o.check) {
     const reference::Tolerance tol = ToleranceFor(dtype);

@@ -51,11 +51,9 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
 
 // The roofline of a kernel run on `lnc` physical cores: the larger of moving hbm_bytes at the
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
-// dominates and the simulated time as a multiple of it; returns the bound in ns.
+// dominates and the simulated time as a multiple of it; when HBM dominates, also the stream
+// floor (runtime/cost_model.h StreamFloorNs, the traffic shared evenly by the cores) and the
+// simulated time against it. Returns the bound in ns.
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx = false);
-// Prints the stream floor (runtime/cost_model.h StreamFloorNs) of `hbm_bytes` shared evenly by
-// the logical core's physical cores, against the HBM roofline and the simulated time: how close a
-// memory-bound kernel comes to what any kernel could do under the profile's DMA costs.
-void ReportStreamFloor(const LogicalCore& lnc, double hbm_bytes);
 
 }  // namespace nkisim::launcher

@@ -93,4 +93,41 @@ TEST(KernelCliTest, BadFlagsOfEveryKernelCommandAreRefusedBeforeAnyWork) {
   }
 }
 
+// Every HBM-bound kernel command prints the stream floor under its roofline; a PE-bound one
+// does not (its floor would lie below its bound).
+TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
+  const struct {
+    const char* args;
+    bool floor;
+  } cases[] = {
+      {"kernel qkv --b 4 --h 8192 --nq 8 --nkv 1 --lnc 2", true},
+      {"kernel oproj --variant tkg --b 32 --n 8 --d 128 --h 8192 --lnc 2", true},
+      {"kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2", true},
+      {"kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 1", false},
+  };
+  for (const auto& c : cases) {
+    const CommandResult r = nkisim::testing::RunCommand(
+        std::string(NKISIM_BINARY) + " " + c.args +
+            " --timing-only --trace '' --out-dir /tmp/nkisim-floor-cli",
+        60);
+    ASSERT_EQ(r.exit_code, 0) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.floor ? "HBM-bound" : "PE-bound")) << c.args;
+    if (c.floor) {
+      EXPECT_THAT(r.output, HasSubstr(" + 2 x 600 ns (the first load's and the store's fixed DMA "
+                                      "cost, which no stream hides)"))
+          << c.args;
+    } else {
+      EXPECT_THAT(r.output, ::testing::Not(HasSubstr("stream floor"))) << c.args;
+    }
+  }
+  // The default job's TP8DP8 attention: 2.9 us of HBM, a 4.1 us floor (1.41x the bound).
+  const CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_BINARY) +
+          " kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2 --timing-only "
+          "--trace '' --out-dir /tmp/nkisim-floor-cli",
+      60);
+  EXPECT_THAT(r.output, HasSubstr("stream floor: 4118.0 ns = HBM 2918.0 ns + 2 x 600 ns"));
+  EXPECT_THAT(r.output, HasSubstr("= 1.41x the HBM bound"));
+}
+
 }  // namespace
