@@ -279,7 +279,8 @@ class CteProgram {
     }
   }
 
-  // GpSimd / Scalar: running max, P = exp(S - m) with its row sum, running sum.
+  // Vector / GpSimd / Scalar: the row max of the PSUM scores on Vector (GpSimd cannot read
+  // PSUM), the running max on GpSimd, P = exp(S - m) with its row sum on Scalar.
   void StageSoftmax(int64_t t) {
     const Unit& u = units_[t];
     const Item& it = items_[u.item];
@@ -290,7 +291,7 @@ class CteProgram {
     if (u.j == 0) {
       cur = 0;
       const Tile nmb0 = nmb_[t % kUnitSlots].slice(0, 0, it.rows);
-      nisa::tensor_reduce(nmb0, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kGpSimd);
+      nisa::tensor_reduce(nmb0, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kVector);
       nisa::tensor_scalar(NegMax(it, u.item, u.hh, 0), nmb0,
                           {.op0 = nisa::AluOp::kMultiply, .operand0 = scale_}, Engine::kGpSimd);
       nisa::activation(p, nisa::ActFn::kExp, s,
@@ -304,7 +305,7 @@ class CteProgram {
     const Tile alpha = alpha_[t % kUnitSlots].slice(0, 0, it.rows);
     const Tile old_nm = NegMax(it, u.item, u.hh, cur), new_nm = NegMax(it, u.item, u.hh, 1 - cur);
     cur = 1 - cur;
-    nisa::tensor_reduce(nmb, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kGpSimd);
+    nisa::tensor_reduce(nmb, nisa::AluOp::kMax, s, {1}, {.negate = true}, Engine::kVector);
     nisa::scalar_tensor_tensor(new_nm, nmb, nisa::AluOp::kMultiply, scale_, nisa::AluOp::kMin,
                                old_nm, Engine::kGpSimd);
     // alpha = exp(m_old - m_new) = exp(-nm_old + nm_new).
@@ -357,7 +358,7 @@ class CteProgram {
     const Tile ot = ot_[k % kOutSlots].slice(1, 0, cols);
     if (j > 0) {
       const Tile rows = abc_[block % kBlockSlots].slice(1, 0, it.nh).reshape({cols});
-      nisa::tensor_tensor(ot, ot, rows, nisa::AluOp::kMultiply);
+      nisa::tensor_tensor(ot, ot, rows, nisa::AluOp::kMultiply, Engine::kScalar);
     }
     const Tile& pt = pt_[block % kBlockSlots];
     const Tile& v = v_[it.group % kv_slots_];
@@ -383,7 +384,8 @@ class CteProgram {
     }
     const Tile o = osb_[slot].slice(1, 0, it.nh).reshape({cols});
     nisa::tensor_tensor(o, ot_[k % kOutSlots].slice(1, 0, cols),
-                        lbc_[slot].slice(1, 0, it.nh).reshape({cols}), nisa::AluOp::kMultiply);
+                        lbc_[slot].slice(1, 0, it.nh).reshape({cols}), nisa::AluOp::kMultiply,
+                        Engine::kScalar);
     for (int64_t hh = 0; hh < it.nh; ++hh) {
       nisa::dma_copy(out_.select(0, it.b).select(0, it.h0 + hh).slice(1, it.r0, it.r0 + it.rows),
                      osb_[slot].select(1, hh).slice(1, 0, it.rows));

@@ -537,7 +537,7 @@ void OutputProjectionCteMxKernel(const KernelContext& ctx, const OutputProjectio
     LoadWeights(core, plan, p, 1, block.pieces.size(), block);
     return next;
   };
-  EvictionEngines engines(Engine::kScalar, Engine::kGpSimd);
+  EvictionEngines engines(Engine::kScalar, Engine::kScalar);
   Loaded next = load(0, nullptr);
   for (size_t i = 0; i < steps; ++i) {
     Loaded current = std::move(next);

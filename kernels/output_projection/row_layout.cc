@@ -11,7 +11,7 @@ Tile BroadcastRow(NeuronCore& core, const char* name, const Tile& row, int64_t r
   for (const Range& c : Split(0, row.free_size(), core.profile().pe_max_moving_free())) {
     Tile psum = core.AllocatePsum("oproj_broadcast_psum", {rows, c.size});
     nisa::nc_matmul(psum, ones, SliceLast(row, c));
-    nisa::tensor_copy(SliceLast(result, c), psum, Engine::kGpSimd);
+    nisa::tensor_copy(SliceLast(result, c), psum, Engine::kVector);
   }
   return result;
 }

@@ -469,7 +469,7 @@ void CteRunner::Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t 
   }
   if (rotated < width) {
     epilogue_.Evict(out.slice(1, rotated, width), acc.slice(1, rotated, width), c0 + rotated,
-                    rope_ ? Engine::kGpSimd : Engine::kVector);
+                    rope_ ? Engine::kScalar : Engine::kVector);
   }
   output_.Store(out, rows.r0, c0, kStorePieces);
 }

@@ -160,8 +160,9 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
       stream.Release(k);
     }
     if (cfg.mx()) w_scales.Next(b, banks);
-    // Evictions alternate between Vector and GpSimd so consecutive banks' evictions overlap.
-    epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kGpSimd);
+    // Evictions alternate between Vector and Scalar (GpSimd cannot read PSUM) so consecutive
+    // banks' evictions overlap.
+    epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kScalar);
     if (l == 2) {
       nisa::sendrecv(partial.slice(1, c0, c1), peer.slice(1, c0, c1));
       nisa::tensor_tensor(full.slice(1, c0, c1), partial.slice(1, c0, c1), peer.slice(1, c0, c1),

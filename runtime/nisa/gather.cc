@@ -12,12 +12,7 @@ namespace nkisim::nisa {
 void gather_flattened(const Tile& dst, const Tile& data, const Tile& indices) {
   constexpr const char* kInst = "gather_flattened";
   Issue issue(kInst, Engine::kGpSimd);
-  issue.Reads("data", data).Reads("indices", indices).Writes("dst", dst);
-  for (const auto& [name, t] :
-       {std::pair<const char*, const Tile&>{"dst", dst}, {"data", data}, {"indices", indices}}) {
-    if (t.memory() != MemorySpace::kSbuf)
-      Illegal(kInst, name, t, "GpSimd reads and writes SBUF only");
-  }
+  issue.Reads("data", data).Reads("indices", indices).Writes("dst", dst);  // no PSUM on GpSimd
   CheckSamePartitions(kInst, "data", data, "indices", indices);
   CheckSamePartitions(kInst, "data", data, "dst", dst);
   if (!IsInteger(indices.dtype())) Illegal(kInst, "indices", indices, "must have an integer dtype");

@@ -21,6 +21,10 @@ void Issue::CheckCore(const char* operand, const Tile& tile) const {
             StrCat("lives on core ", tile.core()->id(), " but the instruction is issued on core ",
                    core_->id()));
   }
+  if (engine_ == Engine::kGpSimd && tile.memory() == MemorySpace::kPsum) {
+    Illegal(name_, operand, tile,
+            "is in PSUM, which the GpSimd engine cannot access (issue it on Vector or Scalar)");
+  }
 }
 
 void Issue::AddShape(const char* operand, const Shape& shape, DType dtype) {

@@ -1,9 +1,9 @@
 // The big prefill (CTE) attention cases: S = 2048 with 32 and 64 query heads over 8 KV heads at
 // LNC 1 and 2, each checked against the fp64 golden and against the PE bound. The target
-// is 1.25x the bound; the kernel is at 1.49x - 1.57x today (1024-key blocks, 1/sqrt(d) folded
-// into the exp; Vector, GpSimd and Scalar each still carry about as much work per score as the
-// PE, and the PE alone is ~1.2x with its per-matmul overhead), so the check below is a regression
-// guard at 1.6x and the 1.25x target is reported, not asserted.
+// is 1.25x the bound; the kernel is at 2.24x - 2.28x today: the row max of the PSUM scores runs
+// on Vector, since GpSimd cannot access PSUM (it ran on GpSimd until 2026-12-02, at 1.49x -
+// 1.57x), and Vector also transposes P, so Vector is busy ~82% and sets the pace. The check
+// below is a regression guard at 2.4x and the 1.25x target is reported, not asserted.
 // The bound is AttentionCteFlops (2 matmuls of 2 x rows x keys x d per (head, 128-row tile),
 // keys = min(S, 128 (i + 1)): the causal triangle in whole 128 x 128 squares, as the kernel
 // computes it) at the bf16 PE peak of the LNC's cores. The ratio to the exact causal flops
@@ -19,7 +19,7 @@
 namespace nkisim::kernels::testing {
 namespace {
 
-TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin1point6xThePeBound) {
+TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin2point4xThePeBound) {
   const CteCase& c = GetParam();
   const CteRun run = RunCte(c);
   const double simulated = run.lnc->now();
@@ -30,7 +30,7 @@ TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin1point6xThePeBound) {
   for (int i = 0; i < run.lnc->lnc(); ++i) std::cout << FormatSummary(run.lnc->core(i).Summary());
   RecordProperty("simulated_over_bound", std::to_string(simulated / bound));
   if (simulated > 1.25 * bound) std::cout << "    NOTE: above the 1.25x target\n";
-  EXPECT_LE(simulated, 1.6 * bound);
+  EXPECT_LE(simulated, 2.4 * bound);
   ExpectCteMatchesGolden(c, run);
 }
 

@@ -130,7 +130,8 @@ TEST_F(NlTest, GatherFlattenedRunsOnGpSimdOverTheIndexCount) {
   }
   Tile psum = core_.AllocatePsum("psum", {4, 10}, DType::kFloat32);
   EXPECT_TRUE(Contains(InvalidArgumentMessage([&] { gather_flattened(psum, data, indices); }),
-                       "GpSimd reads and writes SBUF only"));
+                       "operand 'dst' 'psum' [4, 10] fp32 PSUM: is in PSUM, which the GpSimd "
+                       "engine cannot access"));
 }
 
 }  // namespace

@@ -427,10 +427,34 @@ TEST_F(ElementwiseTest, TensorCopyEvictsPsumToSbufOnTheRequestedEngine) {
   EXPECT_EQ(dst.ToFloats(), values);
   EXPECT_EQ(LastRecord().engine, Engine::kScalar);
 
-  tensor_copy(dst, psum, Engine::kGpSimd);
-  EXPECT_EQ(LastRecord().engine, Engine::kGpSimd);
   tensor_copy(dst, psum);
   EXPECT_EQ(LastRecord().engine, Engine::kVector);
+  EXPECT_EQ(dst.ToFloats(), values);
+}
+
+// The GpSimd engine cannot access PSUM (NKI ISA): a GpSimd instruction with a PSUM operand, read
+// or written, is refused naming the operand, and nothing is recorded; on SBUF it runs.
+TEST_F(ElementwiseTest, GpSimdRefusesPsumOperands) {
+  Tile psum = core_.AllocatePsum("acc", {3, 5});
+  Tile sbuf = core_.AllocateSbuf("sb", {3, 5}, DType::kFloat32);
+  const size_t records = core_.timeline().records().size();
+  const std::string rule = "is in PSUM, which the GpSimd engine cannot access";
+  const std::string read =
+      InvalidArgumentMessage([&] { tensor_copy(sbuf, psum, Engine::kGpSimd); });
+  EXPECT_NE(read.find("tensor_copy: operand 'src' 'acc' [3, 5] fp32 PSUM: " + rule),
+            std::string::npos)
+      << read;
+  const std::string write = InvalidArgumentMessage([&] { memset(psum, 1.0f, Engine::kGpSimd); });
+  EXPECT_NE(write.find("memset: operand 'dst' 'acc' [3, 5] fp32 PSUM: " + rule), std::string::npos)
+      << write;
+  const std::string scalar = InvalidArgumentMessage([&] {
+    tensor_scalar(sbuf, psum, {.op0 = AluOp::kMultiply, .operand0 = 2.0f}, Engine::kGpSimd);
+  });
+  EXPECT_NE(scalar.find(rule), std::string::npos) << scalar;
+  EXPECT_EQ(core_.timeline().records().size(), records);
+  tensor_copy(sbuf, psum, Engine::kVector);
+  memset(sbuf, 2.0f, Engine::kGpSimd);
+  EXPECT_EQ(LastRecord().engine, Engine::kGpSimd);
 }
 
 TEST_F(ElementwiseTest, ReciprocalSelectAndMemset) {
