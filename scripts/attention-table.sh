@@ -10,7 +10,6 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 row() {
   local label=$1; shift
-  local line
   local out line floor_line floor_cols
   out=$("$nkisim" kernel attention --out-dir "$scratch" --trace "" "$@")
   line=$(grep '^roofline:' <<<"$out")

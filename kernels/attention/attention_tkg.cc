@@ -865,11 +865,11 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   // ran an iteration earlier: look >= 2), so the in-order PE transposes it while P @ V waits for
   // step k's V; where the last V chunks land together, each step then costs its P @ V alone
   // (B 4, G 8, T 4096, d 128, LNC 2: 15.5 -> 15.2 us). In iteration 0 the prologue's last softmax
-  // is still running, and a transpose waiting for it would hold P @ V of step 0.
-  std::vector<bool> transposed(static_cast<size_t>(n_steps), false);
+  // is still running, and a transpose waiting for it would hold P @ V of step 0. Every iteration
+  // has a P @ V (every step's group has rows), so step k >= 2 is always transposed ahead.
+  const auto transposed_ahead = [&](int64_t k) { return look >= 2 && k >= 2; };
   for (int64_t k = 0; k < n_steps; ++k) {
-    if (!transposed[static_cast<size_t>(k)]) transpose(k);
-    transposed[static_cast<size_t>(k)] = true;
+    if (!transposed_ahead(k)) transpose(k);
     bool first_pv = true;
     for (size_t i = iteration_begin[static_cast<size_t>(k)];
          i < iteration_begin[static_cast<size_t>(k) + 1]; ++i) {
@@ -877,10 +877,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       if (item.is_k) {
         qk(item.step, item.pack);
       } else {
-        if (first_pv && look >= 2 && k >= 1 && k + 1 < n_steps) {
-          transpose(k + 1);
-          transposed[static_cast<size_t>(k + 1)] = true;
-        }
+        if (first_pv && k + 1 < n_steps && transposed_ahead(k + 1)) transpose(k + 1);
         first_pv = false;
         pv(item.step, item.pack, item.chunks);
       }

@@ -86,19 +86,26 @@ reference::Tolerance TkgTolerance(DType dtype) {
                                   : reference::Tolerance{1e-5, 2e-2};
 }
 
+namespace {
+
+// Every input and the output crossing HBM once: q in, out (q's shape), K and V.
+double TkgHbmBytes(const AttentionTkgParams& p) {
+  return static_cast<double>(p.q.size_bytes()) * 2 +
+         static_cast<double>(p.k_cache.size_bytes() + p.v_cache.size_bytes());
+}
+
+}  // namespace
+
 double TkgRooflineNs(const AttentionTkgParams& p, int lnc) {
   const HardwareProfile& prof = Trn2Profile();
-  const double bytes = static_cast<double>(p.q.size_bytes()) * 2 +  // q in, out (q's shape)
-                       static_cast<double>(p.k_cache.size_bytes() + p.v_cache.size_bytes());
+  const double bytes = TkgHbmBytes(p);
   const double flops = 4.0 * p.q.dim(0) * p.q.dim(1) * p.q.dim(2) * p.k_cache.dim(2);
   return std::max(bytes / (lnc * prof.hbm_gbps_per_core()),
                   flops / (lnc * PeakBf16Tflops(prof) * 1000.0));
 }
 
 double TkgStreamFloorNs(const AttentionTkgParams& p, int lnc) {
-  const double bytes = static_cast<double>(p.q.size_bytes()) * 2 +
-                       static_cast<double>(p.k_cache.size_bytes() + p.v_cache.size_bytes());
-  return StreamFloorNs(Trn2Profile(), bytes / lnc);
+  return StreamFloorNs(Trn2Profile(), TkgHbmBytes(p) / lnc);
 }
 
 void ExpectTkgWithinRoofline(const TkgCase& c, double ratio_limit, bool check_golden,
