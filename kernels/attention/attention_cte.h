@@ -17,17 +17,23 @@
 //   QK^T   PE: S [128 q, 1024 k] (two PSUM banks, one 512-key matmul each) = (Q^T [d, 128 q])^T
 //          (K^T [d, k]), unscaled; the diagonal square gets the mask
 //          (0 / -30000) accumulated by one identity matmul.
-//   max    GpSimd: -max_k over the block, times 1/sqrt(d), merged into the running -max
-//          (statistics in scaled units: no Vector pass scales K, which used to stall the pipeline).
+//   max    Vector: -max_k of the PSUM scores over the block (GpSimd cannot read PSUM); GpSimd
+//          scales it by 1/sqrt(d) and merges it into the running -max (statistics in scaled
+//          units: no pass scales K).
 //   exp    Scalar: P = exp(S / sqrt(d) - m) (activation scale + bias) in the compute dtype, with its row sum (the running sum is
 //          rescaled by alpha = exp(m_old - m_new) on later blocks).
 //   P^T    Vector: 128 x 128 transposes into [128 k, chunk, heads, 128 q].
 //   PV     PE: O^T [d, heads x 128 q] (PSUM, fp32) += (V [128 k, d])^T P^T, so the moving operand
-//          is 512 columns wide for 4 heads; on later blocks O^T is first multiplied by alpha
+//          is 512 columns wide for 4 heads; on later blocks Scalar first multiplies O^T by alpha
 //          broadcast along the free axis (a Vector transpose of the alpha column makes the rows).
-//   out    O^T / l (the same broadcast trick), stored per head as out[b, h, :, rows].
+//   out    O^T / l (the same broadcast trick, the multiply on Scalar), stored per head as
+//          out[b, h, :, rows].
 //   The stages run as a software pipeline over the (block, head) units of this core, so the PE,
-//   GpSimd, Scalar and Vector work on different units at once.
+//   GpSimd, Scalar and Vector work on different units at once; each step issues the P^T / PV
+//   stage of an old unit before the softmax of a new one, so that the rescale PV waits for is
+//   ahead of the new exp in Scalar's queue. Vector then sets the pace (~95% busy at S 2048):
+//   its row maxima and P transposes are ~1.86x the PE bound's time (the `engine floor` the
+//   roofline report prints).
 // LNC = 2 splits the query tiles: tile i goes to core 0 when i % 4 is 0 or 3, else to core 1
 // (zigzag, so both cores get the same causal work); each core writes its own output columns,
 // with no core-to-core traffic.

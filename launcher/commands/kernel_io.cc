@@ -95,6 +95,25 @@ double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bo
                 "store's fixed DMA cost, which no stream hides) = %.2fx the HBM bound; simulated = "
                 "%.2fx the floor\n",
                 floor_ns, memory_ns, p.dma_fixed_ns(), floor_ns / memory_ns, sim_ns / floor_ns);
+  } else if (compute_ns > 0) {
+    // No schedule finishes before its busiest compute engine has done all its instructions.
+    Engine busiest = Engine::kPE;
+    double work_ns = 0;
+    int busiest_core = 0;
+    for (int c = 0; c < lnc.lnc(); ++c) {
+      const CoreSummary summary = lnc.core(c).Summary();
+      for (Engine e : {Engine::kPE, Engine::kVector, Engine::kScalar, Engine::kGpSimd}) {
+        if (summary.busy_ns[EngineIndex(e)] > work_ns) {
+          work_ns = summary.busy_ns[EngineIndex(e)];
+          busiest = e;
+          busiest_core = c;
+        }
+      }
+    }
+    std::printf("engine floor: %s %.1f ns of instructions on core %d (the busiest compute "
+                "engine) = %.2fx the PE bound; simulated = %.2fx the floor\n",
+                EngineName(busiest).c_str(), work_ns, busiest_core, work_ns / compute_ns,
+                work_ns > 0 ? sim_ns / work_ns : 0.0);
   }
   return bound;
 }

@@ -53,7 +53,9 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
 // dominates and the simulated time as a multiple of it; when HBM dominates, also the stream
 // floor (runtime/cost_model.h StreamFloorNs, the traffic shared evenly by the cores) and the
-// simulated time against it. Returns the bound in ns.
+// simulated time against it; when the PE dominates, the engine floor: the instruction time of
+// the busiest compute engine (PE, Vector, Scalar or GpSimd) of any core, which no ordering of
+// the same instructions beats, against the bound and the simulated time. Returns the bound in ns.
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx = false);
 
 }  // namespace nkisim::launcher

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "tests/testing/run_command.h"
@@ -115,6 +116,7 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
       EXPECT_THAT(r.output, HasSubstr(" + 2 x 600 ns (the first load's and the store's fixed DMA "
                                       "cost, which no stream hides)"))
           << c.args;
+      EXPECT_THAT(r.output, ::testing::Not(HasSubstr("engine floor"))) << c.args;
     } else {
       EXPECT_THAT(r.output, ::testing::Not(HasSubstr("stream floor"))) << c.args;
     }
@@ -129,6 +131,32 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
   EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
   EXPECT_THAT(r.output, HasSubstr("stream floor: 4118.0 ns = HBM 2918.0 ns + 2 x 600 ns"));
   EXPECT_THAT(r.output, HasSubstr("= 1.41x the HBM bound"));
+}
+
+// A PE-bound kernel names its busiest compute engine and that engine's instruction time, which
+// the simulated time can never beat (each engine runs one instruction at a time).
+TEST(KernelCliTest, PeBoundKernelsPrintTheEngineFloor) {
+  const CommandResult r = nkisim::testing::RunCommand(
+      std::string(NKISIM_BINARY) +
+          " kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 2 --timing-only "
+          "--trace '' --out-dir /tmp/nkisim-floor-cli",
+      60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  const std::regex floor_re(
+      "engine floor: (PE|Vector|Scalar|GpSimd) ([0-9.]+) ns of instructions on core ([01]) \\(the "
+      "busiest compute engine\\) = ([0-9.]+)x the PE bound; simulated = ([0-9.]+)x the floor");
+  ASSERT_TRUE(std::regex_search(r.output, m, floor_re)) << r.output;
+  const std::regex sim_re("simulated ([0-9.]+) ns = ([0-9.]+)x the bound");
+  std::smatch s;
+  ASSERT_TRUE(std::regex_search(r.output, s, sim_re)) << r.output;
+  const double work_ns = std::stod(m[2]), sim_ns = std::stod(s[1]);
+  EXPECT_GT(work_ns, 0);
+  EXPECT_LE(work_ns, sim_ns + 0.1);
+  EXPECT_GE(std::stod(m[5]), 1.0);
+  EXPECT_NEAR(std::stod(m[5]), sim_ns / work_ns, 0.006);
+  // The prefill's P transposes and score row maxima make Vector the busiest engine.
+  EXPECT_EQ(m[1], "Vector") << r.output;
 }
 
 }  // namespace
