@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the markdown table of docs/attention.md: simulated time, bound and ratio of the decode
 # (TKG) and prefill (CTE) attention kernels on a set of cases, from `nkisim kernel attention`, and
-# for decode the stream floor (the HBM bound plus the first load's and the store's fixed DMA
-# costs: what no kernel beats under the profile) and the simulated time against it.
+# the floor with the simulated time against it: for decode (HBM-bound) the stream floor (the HBM
+# bound plus the first load's and the store's fixed DMA costs: what no kernel beats under the
+# profile), for prefill (PE-bound) the engine floor (the busiest compute engine's instruction
+# time: what no ordering of the kernel's instructions beats).
 #   bash scripts/attention-table.sh [path/to/nkisim]
 set -euo pipefail
 nkisim=${1:-build/launcher/nkisim}
@@ -10,14 +12,18 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 row() {
   local label=$1; shift
-  local out line floor_line floor_cols
+  local out line floor_line engine_line floor_cols
   out=$("$nkisim" kernel attention --out-dir "$scratch" --trace "" "$@")
   line=$(grep '^roofline:' <<<"$out")
   floor_line=$(grep '^stream floor:' <<<"$out" || true)
+  engine_line=$(grep '^engine floor:' <<<"$out" || true)
   floor_cols="- | -"
   if [[ -n $floor_line ]]; then
     floor_cols=$(sed -E 's/^stream floor: ([0-9.]+) ns .* simulated = ([0-9.]+)x the floor.*/\1 \2/' \
       <<<"$floor_line" | awk '{ printf "%.1f us | %sx", $1 / 1000, $2 }')
+  elif [[ -n $engine_line ]]; then
+    floor_cols=$(sed -E 's/^engine floor: ([A-Za-z]+) ([0-9.]+) ns .* simulated = ([0-9.]+)x the floor.*/\1 \2 \3/' \
+      <<<"$engine_line" | awk '{ printf "%.1f us (%s) | %sx", $2 / 1000, $1, $3 }')
   fi
   local bound_kind sim bound ratio
   bound_kind=$(sed -E 's/.*; (HBM|PE)-bound;.*/\1/' <<<"$line")
@@ -27,7 +33,7 @@ row() {
   printf '| %s | %.1f us | %s us (%s) | %sx | %s |\n' "$label" \
     "$(awk -v s="$sim" 'BEGIN{print s/1000}')" "$bound" "$bound_kind" "$ratio" "$floor_cols"
 }
-echo "| case (bf16, d 128 unless stated) | simulated | bound | ratio | stream floor | x floor |"
+echo "| case (bf16, d 128 unless stated) | simulated | bound | ratio | floor | x floor |"
 echo "|---|---|---|---|---|---|"
 for lnc in 1 2; do
   for t in 1024 4096 8192; do

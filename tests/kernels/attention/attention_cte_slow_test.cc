@@ -1,15 +1,18 @@
 // The big prefill (CTE) attention cases: S = 2048 with 32 and 64 query heads over 8 KV heads at
 // LNC 1 and 2, each checked against the fp64 golden and against the PE bound. The target
-// is 1.25x the bound; the kernel is at 2.24x - 2.28x today: the row max of the PSUM scores runs
-// on Vector, since GpSimd cannot access PSUM (it ran on GpSimd until 2026-12-02, at 1.49x -
-// 1.57x), and Vector also transposes P, so Vector is busy ~82% and sets the pace. The check
-// below is a regression guard at 2.4x and the 1.25x target is reported, not asserted.
+// is 1.25x the bound; the kernel is at 1.91x - 2.01x today. Vector sets the pace: it takes the
+// row max of every PSUM score block (GpSimd cannot access PSUM) and transposes P, about 1.86x
+// the bound's time in instructions (the engine floor), and it is 92-97% busy. The checks below
+// are regression guards: at most 2.1x the bound, and at most 1.12x the busiest compute engine's
+// instruction time (the pipeline keeps that engine fed); the 1.25x target is reported, not
+// asserted.
 // The bound is AttentionCteFlops (2 matmuls of 2 x rows x keys x d per (head, 128-row tile),
 // keys = min(S, 128 (i + 1)): the causal triangle in whole 128 x 128 squares, as the kernel
 // computes it) at the bf16 PE peak of the LNC's cores. The ratio to the exact causal flops
 // (S (S + 1) / 2 pairs) is printed too. Label slow: the fp64 goldens take seconds each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -19,7 +22,7 @@
 namespace nkisim::kernels::testing {
 namespace {
 
-TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin2point4xThePeBound) {
+TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin2point1xThePeBound) {
   const CteCase& c = GetParam();
   const CteRun run = RunCte(c);
   const double simulated = run.lnc->now();
@@ -27,10 +30,20 @@ TEST_P(CteCaseTest, MatchesGoldenAndStaysWithin2point4xThePeBound) {
   std::cout << "    " << c << ": simulated " << simulated << " ns, PE bound " << bound
             << " ns = " << simulated / bound << "x the bound (exact causal bound " << exact
             << " ns: " << simulated / exact << "x)\n";
-  for (int i = 0; i < run.lnc->lnc(); ++i) std::cout << FormatSummary(run.lnc->core(i).Summary());
+  double busiest_ns = 0;
+  for (int i = 0; i < run.lnc->lnc(); ++i) {
+    const CoreSummary summary = run.lnc->core(i).Summary();
+    std::cout << FormatSummary(summary);
+    for (Engine e : {Engine::kPE, Engine::kVector, Engine::kScalar, Engine::kGpSimd}) {
+      busiest_ns = std::max(busiest_ns, summary.busy_ns[EngineIndex(e)]);
+    }
+  }
+  std::cout << "    busiest compute engine: " << busiest_ns << " ns = " << busiest_ns / bound
+            << "x the bound; simulated = " << simulated / busiest_ns << "x that\n";
   RecordProperty("simulated_over_bound", std::to_string(simulated / bound));
   if (simulated > 1.25 * bound) std::cout << "    NOTE: above the 1.25x target\n";
-  EXPECT_LE(simulated, 2.4 * bound);
+  EXPECT_LE(simulated, 2.1 * bound);
+  EXPECT_LE(simulated, 1.12 * busiest_ns);
   ExpectCteMatchesGolden(c, run);
 }
 
