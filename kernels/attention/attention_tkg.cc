@@ -301,16 +301,28 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     return pieces;
   };
-  // V of a pack: the full 128-token chunks as [128, n, cc, d], then the remainder [rem, cc, d].
-  auto v_chunks = [&](const Step& st, int64_t pack) {
+  // The last step's V goes as one KV chunk (one slot, one or more DMAs) per 128-token chunk when
+  // those fit one wave of the DMA queues: each P @ V matmul then waits for its own chunk, not
+  // for the step's last byte, so less of that step's P @ V trails the stream (Bl 4, G 8,
+  // T 1025, d 128, LNC 1: 10.28 -> 9.25 us). With more chunks their fixed DMA costs outweigh it.
+  auto split_v = [&](int64_t k) {
+    const int64_t nfull = steps[static_cast<size_t>(k)].w / np;
+    return k == n_steps - 1 && nfull > 1 &&
+           group_packs(steps[static_cast<size_t>(k)].group) * nfull <= prof.dma_queues();
+  };
+  // V of a pack: the full 128-token chunks as [128, n, cc, d] (n = 1 for each chunk when
+  // split_v), then the remainder [rem, cc, d].
+  auto v_chunks = [&](int64_t k, int64_t pack) {
+    const Step& st = steps[static_cast<size_t>(k)];
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     const int64_t nfull = st.w / np, rem = st.w % np;
     const TensorView rows = params.v_cache.slice(0, b0, b0 + cc);
     std::vector<std::vector<Piece>> out_chunks;
-    if (nfull > 0) {
-      const TensorView full = rows.slice(1, st.t0, st.t0 + nfull * np);
+    const int64_t per = split_v(k) ? 1 : nfull;  // 128-token chunks per KV chunk
+    for (int64_t f0 = 0; f0 < nfull; f0 += per) {
+      const TensorView full = rows.slice(1, st.t0 + f0 * np, st.t0 + (f0 + per) * np);
       AccessPattern ap{full.offset(),
-                       {{full.strides()[1], np}, {np * full.strides()[1], nfull},
+                       {{full.strides()[1], np}, {np * full.strides()[1], per},
                         {full.strides()[0], cc}, {full.strides()[2], d}}};
       out_chunks.push_back({{0, full.ap(ap)}});
     }
@@ -367,7 +379,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
         order.push_back({true, kn, i, 1});
       }
       if (i < packs_k) {
-        auto v = v_chunks(steps[k], i);
+        auto v = v_chunks(k, i);
         order.push_back({false, k, i, static_cast<int64_t>(v.size())});
         for (auto& piece : v) chunks.push_back(std::move(piece));
       }
@@ -642,10 +654,11 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
                                   : at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
     const Tile& pt = at(pt_sb, k);
     int64_t j = 0;
+    const bool split = split_v(k);
     for (int64_t ch = 0; ch < n_chunks; ++ch, ++next_chunk) {
       const Tile slot = stream.Get(next_chunk);
-      const bool full = ch == 0 && nfull > 0;
-      const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
+      const bool full = split ? ch < nfull : ch == 0 && nfull > 0;
+      const int64_t n_in = full && !split ? nfull : 1, wj = full ? np : rem;
       const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
         // This step's token (partition new_p of the step's last 128-token chunk) contracts apart,
