@@ -32,7 +32,9 @@
 //     carries its share and the first blocks arrive early; past its first MiB a stream of 6 MiB
 //     or more rounds the piece count down instead, so a 128 KiB chunk is one DMA and the 16
 //     queues outrun the HBM port, but for its last MiB), so the PE and the other engines trail
-//     the HBM stream.
+//     the HBM stream. The last block's V goes as one slot per 128-token chunk when those fit one
+//     wave of the queues, so its P @ V matmuls start as their own chunks land. With d < 128, q
+//     loads as one DMA per pack position (rows j, j + c, ...), not one per row.
 //   * LNC = 2 with an even Bl splits the rows (core 0 the first Bl / 2) when a core's softmax
 //     still trails its half of the stream (cost-model estimate; a core's instructions cover one
 //     group, so halving a single group doubles its softmax time): each core streams all T tokens
