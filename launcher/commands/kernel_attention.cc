@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "kernels/attention/attention_cte.h"
 #include "kernels/attention/attention_tkg.h"
@@ -14,9 +16,40 @@
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::launcher {
 namespace {
+
+// A copy of cache with row `rows` ([B, n]) written at position `last` of dim `dim` (2: k_cache
+// [B, d, T]; 1: v_cache [B, T, d]): what the caches hold once the kernel appended this step.
+TensorView WithRowAt(const TensorView& cache, const TensorView& rows, int dim, int64_t last) {
+  TensorView out = TensorView::Create(cache.shape(), cache.dtype(), cache.name() + "_appended");
+  out.FromFloats(cache.ToFloats());
+  for (int64_t b = 0; b < rows.dim(0); ++b) {
+    for (int64_t e = 0; e < rows.dim(1); ++e) {
+      out.set(dim == 2 ? std::vector<int64_t>{b, e, last} : std::vector<int64_t>{b, last, e},
+              rows.get({b, e}));
+    }
+  }
+  return out;
+}
+
+// "" when position `last` of cache holds `rows` exactly, else the first element that differs.
+std::string AppendMismatch(const char* name, const TensorView& cache, const TensorView& rows,
+                           int dim, int64_t last) {
+  for (int64_t b = 0; b < rows.dim(0); ++b) {
+    for (int64_t e = 0; e < rows.dim(1); ++e) {
+      const std::vector<int64_t> at =
+          dim == 2 ? std::vector<int64_t>{b, e, last} : std::vector<int64_t>{b, last, e};
+      const float got = cache.get(at), want = rows.get({b, e});
+      if (!(got == want)) {
+        return StrCat(name, " ", ShapeString(at), " = ", got, ", the appended row holds ", want);
+      }
+    }
+  }
+  return "";
+}
 
 reference::Tolerance ToleranceFor(DType dtype) {
   return dtype == DType::kFloat32 ? reference::Tolerance{1e-5, 1e-4}
@@ -46,6 +79,9 @@ void AddKernelAttentionCommand(CLI::App* cmd, int* exit_code) {
                    {.profile_path = "", .seed = 1, .lnc = 2,
                     .trace_path = "nkisim-attention.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the fp64 golden at the reference tolerance");
+  cmd->add_flag("--append", o->append,
+                "tkg: pass this step's K / V rows as k_new / v_new (the decode job's form); the "
+                "kernel appends them to the caches at T - 1");
   cmd->callback([o, b, exit_code] {
     o->b_given = b->count() > 0;
     *exit_code = RunKernelAttention(*o);
@@ -60,6 +96,11 @@ int RunKernelAttention(const AttentionOptions& options) {
   const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
   const bool tkg = o.variant == "tkg";
+  if (o.append && !tkg) {
+    Raise(ErrorCode::kInvalidArgument,
+          "kernel attention: --append applies to --variant tkg only (this step's K / V rows of "
+          "the decode kernel); --variant is " + o.variant);
+  }
   // The inputs of one case are bounded by what the machine can hold, checked before allocating.
   // In doubles: the flags are not range-checked yet, and their products may not fit an int64.
   const auto f = [](int64_t v) { return static_cast<double>(v); };
@@ -77,12 +118,30 @@ int RunKernelAttention(const AttentionOptions& options) {
     q = LoadOrRandomInput(o.q_path, "q", {o.g, o.b, o.d}, dtype, o.common.seed, -1, 1);
     k = LoadOrRandomInput(o.k_path, "k_cache", {o.b, o.d, o.t}, dtype, o.common.seed, -1, 1);
     v = LoadOrRandomInput(o.v_path, "v_cache", {o.b, o.t, o.d}, dtype, o.common.seed, -1, 1);
+    kernels::AttentionTkgParams params{q, k, v};
+    if (o.append) {
+      params.k_new = LoadOrRandomInput("", "k_new", {o.b, o.d}, dtype, o.common.seed, -1, 1);
+      params.v_new = LoadOrRandomInput("", "v_new", {o.b, o.d}, dtype, o.common.seed, -1, 1);
+    }
     std::printf(
         "nkisim kernel attention: TKG decode, q [G, B, d] = %s, k_cache [B, d, T] = %s, v_cache "
-        "[B, T, d] = %s, %s, LNC = %d, profile %s\n",
+        "[B, T, d] = %s, %s, LNC = %d, profile %s%s\n",
         ShapeString(q.shape()).c_str(), ShapeString(k.shape()).c_str(),
-        ShapeString(v.shape()).c_str(), DTypeName(dtype), o.common.lnc, profile.name().c_str());
-    out = kernels::AttentionTkg(lnc, {q, k, v});  // validates first
+        ShapeString(v.shape()).c_str(), DTypeName(dtype), o.common.lnc, profile.name().c_str(),
+        o.append ? "; this step's K / V rows [B, d] as k_new / v_new, appended at T - 1" : "");
+    // The golden's caches with this step's rows at T - 1, built before the kernel writes them.
+    if (o.check && o.append) {
+      golden = reference::AttentionTkgRef(q, WithRowAt(k, params.k_new, 2, o.t - 1),
+                                          WithRowAt(v, params.v_new, 1, o.t - 1));
+    }
+    out = kernels::AttentionTkg(lnc, params);  // validates first
+    if (o.append && Functional()) {
+      for (const std::string& bad : {AppendMismatch("k_cache", k, params.k_new, 2, o.t - 1),
+                                     AppendMismatch("v_cache", v, params.v_new, 1, o.t - 1)}) {
+        if (!bad.empty()) Raise(ErrorCode::kInternal, "kernel attention: append: " + bad);
+      }
+      std::printf("append: k_new and v_new are at position T - 1 of the caches, bit for bit\n");
+    }
     const kernels::AttentionTkgPlan plan =
         kernels::PlanAttentionTkg({q, k, v}, o.common.lnc, profile);
     if (plan.virtual_rows > 1) {
@@ -99,7 +158,7 @@ int RunKernelAttention(const AttentionOptions& options) {
                   static_cast<long long>(plan.rows_per_group), split);
     }
     flops = 4.0 * static_cast<double>(o.g * o.b * o.t * o.d);
-    if (o.check) golden = reference::AttentionTkgRef(q, k, v);
+    if (o.check && !o.append) golden = reference::AttentionTkgRef(q, k, v);
   } else {
     q = LoadOrRandomInput(o.q_path, "q", {o.nq, o.b, o.s, o.d}, dtype, o.common.seed, -1, 1);
     k = LoadOrRandomInput(o.k_path, "k", {o.nkv, o.b, o.s, o.d}, dtype, o.common.seed, -1, 1);

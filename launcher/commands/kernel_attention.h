@@ -31,6 +31,10 @@ struct AttentionOptions {
   // trace nkisim-attention.trace.json.
   CommonOptions common;
   bool check = false;
+  // tkg: this step's K and V rows ([B, d], seeded) go to the kernel as k_new / v_new, as in the
+  // decode job: the kernel reads tokens [0, T - 1) from the caches and the last from SBUF, then
+  // appends the rows at T - 1 (checked bit for bit when values are computed).
+  bool append = false;
 };
 
 // Registers `attention` under the `kernel` group; the callback stores its exit code in *exit_code.

@@ -31,6 +31,18 @@ TEST(KernelAttentionCliTest, DecodeChecksAndReportsTheRoofline) {
   EXPECT_THAT(r.output, HasSubstr("= 1.83x the HBM bound; simulated = "));
 }
 
+// The decode job's form: this step's K / V rows as k_new / v_new. The golden reads caches with
+// those rows at T - 1, built on the host before the run; the command checks the kernel's append.
+TEST(KernelAttentionCliTest, DecodeWithAppendChecksTheOutputAndTheAppend) {
+  const CommandResult r =
+      Attention("--variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2 --append --check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("this step's K / V rows [B, d] as k_new / v_new"));
+  EXPECT_THAT(r.output,
+              HasSubstr("append: k_new and v_new are at position T - 1 of the caches, bit for bit"));
+  EXPECT_THAT(r.output, HasSubstr("check vs fp64 golden (atol 1e-05, rtol 0.02): PASS"));
+}
+
 TEST(KernelAttentionCliTest, PrefillChecksAndReportsTheRoofline) {
   const CommandResult r = Attention("--variant cte --s 300 --nq 32 --nkv 8 --d 128 --lnc 2 --check");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -48,6 +60,7 @@ TEST(KernelAttentionCliTest, BadShapesExitElevenNamingTheRule) {
       {"--variant cte --nq 30 --nkv 8 --s 128", "n_q = 30 must be divisible by n_kv = 8"},
       {"--variant cte --s 0", "--s 0 must be in [1, 16777216]"},
       {"--variant tkg --g 200 --t 16", "G"},
+      {"--variant cte --s 128 --append", "--append applies to --variant tkg only"},
   };
   for (const auto& c : cases) {
     const CommandResult r = Attention(c.args);
