@@ -107,6 +107,13 @@ TEST(KernelCliTest, BadFlagsOfEveryKernelCommandAreRefusedBeforeAnyWork) {
   }
 }
 
+// A kernel command in timing-only mode, with no trace (the floors need no values).
+CommandResult TimingOnly(const std::string& args) {
+  return nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " " + args +
+                                         " --timing-only --trace '' --out-dir /tmp/nkisim-floor-cli",
+                                     60);
+}
+
 // Every HBM-bound kernel command prints the stream floor under its roofline; a PE-bound one
 // does not (its floor would lie below its bound).
 TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
@@ -119,10 +126,7 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
       {"kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 1", false},
   };
   for (const auto& c : cases) {
-    const CommandResult r = nkisim::testing::RunCommand(
-        std::string(NKISIM_BINARY) + " " + c.args +
-            " --timing-only --trace '' --out-dir /tmp/nkisim-floor-cli",
-        60);
+    const CommandResult r = TimingOnly(c.args);
     ASSERT_EQ(r.exit_code, 0) << c.args << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.floor ? "HBM-bound" : "PE-bound")) << c.args;
     if (c.floor) {
@@ -135,11 +139,8 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
     }
   }
   // The default job's TP8DP8 attention: 2.9 us of HBM, a 4.1 us floor (1.41x the bound).
-  const CommandResult r = nkisim::testing::RunCommand(
-      std::string(NKISIM_BINARY) +
-          " kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2 --timing-only "
-          "--trace '' --out-dir /tmp/nkisim-floor-cli",
-      60);
+  const CommandResult r =
+      TimingOnly("kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
   EXPECT_THAT(r.output, HasSubstr("stream floor: 4118.0 ns = HBM 2918.0 ns + 2 x 600 ns"));
@@ -149,11 +150,8 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
 // A PE-bound kernel names its busiest compute engine and that engine's instruction time, which
 // the simulated time can never beat (each engine runs one instruction at a time).
 TEST(KernelCliTest, PeBoundKernelsPrintTheEngineFloor) {
-  const CommandResult r = nkisim::testing::RunCommand(
-      std::string(NKISIM_BINARY) +
-          " kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 2 --timing-only "
-          "--trace '' --out-dir /tmp/nkisim-floor-cli",
-      60);
+  const CommandResult r =
+      TimingOnly("kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::smatch m;
   const std::regex floor_re(
