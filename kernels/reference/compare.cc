@@ -9,13 +9,17 @@
 namespace nkisim::reference {
 
 std::string Comparison::ToString() const {
+  // With no element off its golden there is no worst element to name.
+  char where[48] = " (every element exact)";
+  if (worst_index >= 0) {
+    std::snprintf(where, sizeof where, " at [%lld]", static_cast<long long>(worst_index));
+  }
   char line[256];
   std::snprintf(line, sizeof line,
-                "%s %lld elements, %lld outside the bound; max abs err %.3e at [%lld] (bound %.3e), "
+                "%s %lld elements, %lld outside the bound; max abs err %.3e%s (bound %.3e), "
                 "max rel err %.3e",
                 pass() ? "PASS" : "FAIL", static_cast<long long>(elements),
-                static_cast<long long>(failures), max_abs_error, static_cast<long long>(worst_index),
-                bound, max_rel_error);
+                static_cast<long long>(failures), max_abs_error, where, bound, max_rel_error);
   return line;
 }
 

@@ -135,4 +135,18 @@ TEST(StreamingCompareTest, BlocksOutOfOrderAreRefused) {
 }
 
 }  // namespace
+// The printed summary names the worst element, or says that none differs (no index -1).
+TEST(ComparisonTest, SummaryNamesTheWorstElementOrSaysAllAreExact) {
+  const Tolerance tol{1e-5, 2e-2};
+  const Comparison off = Streamed({1.0f, 2.5f, 3.0f}, {1.0, 2.0, 3.0}, tol, {3});
+  EXPECT_THAT(off.ToString(), HasSubstr("FAIL 3 elements, 1 outside the bound; max abs err "
+                                        "5.000e-01 at [1] (bound 6.001e-02)"));
+  const Comparison exact = Streamed({1.0f, 2.0f}, {1.0, 2.0}, tol, {2});
+  EXPECT_EQ(exact.worst_index, -1);
+  EXPECT_THAT(exact.ToString(),
+              HasSubstr("PASS 2 elements, 0 outside the bound; max abs err 0.000e+00 (every "
+                        "element exact) (bound 4.001e-02)"));
+  EXPECT_THAT(exact.ToString(), ::testing::Not(HasSubstr("[-1]")));
+}
+
 }  // namespace nkisim::reference
