@@ -21,31 +21,27 @@
 namespace nkisim::launcher {
 namespace {
 
-// A copy of cache with row `rows` ([B, n]) written at position `last` of dim `dim` (2: k_cache
-// [B, d, T]; 1: v_cache [B, T, d]): what the caches hold once the kernel appended this step.
-TensorView WithRowAt(const TensorView& cache, const TensorView& rows, int dim, int64_t last) {
+// Position T - 1 of a cache as [B, d]: k_cache [B, d, T] along dim 2, v_cache [B, T, d] along 1.
+TensorView LastPosition(const TensorView& cache, int token_dim) {
+  return cache.select(token_dim, cache.dim(token_dim) - 1);
+}
+
+// A copy of cache with `rows` [B, d] at position T - 1: what it holds once the kernel appended.
+TensorView WithRowsAppended(const TensorView& cache, int token_dim, const TensorView& rows) {
   TensorView out = TensorView::Create(cache.shape(), cache.dtype(), cache.name() + "_appended");
   out.FromFloats(cache.ToFloats());
-  for (int64_t b = 0; b < rows.dim(0); ++b) {
-    for (int64_t e = 0; e < rows.dim(1); ++e) {
-      out.set(dim == 2 ? std::vector<int64_t>{b, e, last} : std::vector<int64_t>{b, last, e},
-              rows.get({b, e}));
-    }
-  }
+  LastPosition(out, token_dim).FromFloats(rows.ToFloats());
   return out;
 }
 
-// "" when position `last` of cache holds `rows` exactly, else the first element that differs.
-std::string AppendMismatch(const char* name, const TensorView& cache, const TensorView& rows,
-                           int dim, int64_t last) {
-  for (int64_t b = 0; b < rows.dim(0); ++b) {
-    for (int64_t e = 0; e < rows.dim(1); ++e) {
-      const std::vector<int64_t> at =
-          dim == 2 ? std::vector<int64_t>{b, e, last} : std::vector<int64_t>{b, last, e};
-      const float got = cache.get(at), want = rows.get({b, e});
-      if (!(got == want)) {
-        return StrCat(name, " ", ShapeString(at), " = ", got, ", the appended row holds ", want);
-      }
+// "" when position T - 1 of cache holds `rows` exactly, else the first element that differs.
+std::string AppendMismatch(const char* name, const TensorView& cache, int token_dim,
+                           const TensorView& rows) {
+  const std::vector<float> got = LastPosition(cache, token_dim).ToFloats(), want = rows.ToFloats();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!(got[i] == want[i])) {
+      return StrCat(name, " position T - 1, element ", i, " of [B, d] = ", got[i],
+                    ", the appended row holds ", want[i]);
     }
   }
   return "";
@@ -131,13 +127,13 @@ int RunKernelAttention(const AttentionOptions& options) {
         o.append ? "; this step's K / V rows [B, d] as k_new / v_new, appended at T - 1" : "");
     // The golden's caches with this step's rows at T - 1, built before the kernel writes them.
     if (o.check && o.append) {
-      golden = reference::AttentionTkgRef(q, WithRowAt(k, params.k_new, 2, o.t - 1),
-                                          WithRowAt(v, params.v_new, 1, o.t - 1));
+      golden = reference::AttentionTkgRef(q, WithRowsAppended(k, 2, params.k_new),
+                                          WithRowsAppended(v, 1, params.v_new));
     }
     out = kernels::AttentionTkg(lnc, params);  // validates first
     if (o.append && Functional()) {
-      for (const std::string& bad : {AppendMismatch("k_cache", k, params.k_new, 2, o.t - 1),
-                                     AppendMismatch("v_cache", v, params.v_new, 1, o.t - 1)}) {
+      for (const std::string& bad : {AppendMismatch("k_cache", k, 2, params.k_new),
+                                     AppendMismatch("v_cache", v, 1, params.v_new)}) {
         if (!bad.empty()) Raise(ErrorCode::kInternal, "kernel attention: append: " + bad);
       }
       std::printf("append: k_new and v_new are at position T - 1 of the caches, bit for bit\n");

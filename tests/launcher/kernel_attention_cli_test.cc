@@ -13,6 +13,16 @@ namespace {
 using ::testing::HasSubstr;
 using nkisim::testing::CommandResult;
 
+// The stream floor line of an HBM-bound run: its floor and HBM times (ns, as printed) and the
+// floor over the HBM bound.
+void ExpectStreamFloor(const std::string& output, const std::string& floor_ns,
+                       const std::string& hbm_ns, const std::string& ratio) {
+  EXPECT_THAT(output, HasSubstr("HBM-bound"));
+  EXPECT_THAT(output, HasSubstr("stream floor: " + floor_ns + " ns = HBM " + hbm_ns +
+                                " ns + 2 x 600 ns"));
+  EXPECT_THAT(output, HasSubstr("= " + ratio + "x the HBM bound; simulated = "));
+}
+
 CommandResult Attention(const std::string& args) {
   return nkisim::testing::RunCommand(
       std::string(NKISIM_BINARY) + " kernel attention --out-dir /tmp/nkisim-attention-cli " +
@@ -24,11 +34,9 @@ TEST(KernelAttentionCliTest, DecodeChecksAndReportsTheRoofline) {
   const CommandResult r = Attention("--variant tkg --b 4 --g 4 --t 1024 --d 64 --lnc 2 --check");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("check vs fp64 golden (atol 1e-05, rtol 0.02): PASS"));
-  EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
   EXPECT_THAT(r.output, HasSubstr("x the bound"));
   // 4 rows x (K + V of 1024 x 64 bf16) + q and out: 1,052,672 B over 2 cores = 1452.0 ns of HBM.
-  EXPECT_THAT(r.output, HasSubstr("stream floor: 2652.0 ns = HBM 1452.0 ns + 2 x 600 ns"));
-  EXPECT_THAT(r.output, HasSubstr("= 1.83x the HBM bound; simulated = "));
+  ExpectStreamFloor(r.output, "2652.0", "1452.0", "1.83");
 }
 
 // The decode job's form: this step's K / V rows as k_new / v_new. The golden reads caches with
@@ -142,9 +150,7 @@ TEST(KernelCliTest, HbmBoundKernelsPrintTheStreamFloor) {
   const CommandResult r =
       TimingOnly("kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128 --lnc 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("HBM-bound"));
-  EXPECT_THAT(r.output, HasSubstr("stream floor: 4118.0 ns = HBM 2918.0 ns + 2 x 600 ns"));
-  EXPECT_THAT(r.output, HasSubstr("= 1.41x the HBM bound"));
+  ExpectStreamFloor(r.output, "4118.0", "2918.0", "1.41");
 }
 
 // A PE-bound kernel names its busiest compute engine and that engine's instruction time, which

@@ -124,7 +124,7 @@ TEST(TkgLncTest, Lnc1AndLnc2Agree) {
 // costs) is a lower bound no run beats, and the kernel stays within a stated factor of it where
 // the roofline itself is out of reach (docs/attention.md, "What the bound allows"). The limits
 // are today's ratios plus about 5%; the default job's TP8DP8 case (B 4, G 8, T 1025, LNC 2) is
-// 1.55x its floor of 4.1 us (2.19x the roofline, whose floor is already 1.41x).
+// 1.54x its floor of 4.1 us (2.17x the roofline, whose floor is already 1.41x).
 TEST(TkgStreamFloorTest, ShortStreamsStayNearTheirFloor) {
   const struct {
     TkgCase c;
