@@ -17,14 +17,16 @@ std::string PlacementKey(const GroupPlacement& g) {
 }  // namespace
 
 CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, double buffer_bytes,
-                              const HardwareProfile& profile, const std::string& requested) {
+                              const HardwareProfile& profile, const std::string& requested,
+                              Launch launch) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const Schedule>> schedules;
   static std::map<std::string, CollectivePlan> plans;
   const std::string profile_key = profile.SerializeAsString();
   const std::string where = PlacementKey(group);
   const std::string plan_key =
-      StrCat(OpName(op), "|", requested, "|", buffer_bytes, "|", where, "|", profile_key);
+      StrCat(OpName(op), "|", requested, "|", LaunchName(launch), "|", buffer_bytes, "|", where, "|",
+             profile_key);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = plans.find(plan_key); it != plans.end()) return it->second;
@@ -34,6 +36,7 @@ CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, doub
   plan.op = op;
   plan.algorithm = choice.row->name;
   plan.reason = choice.reason;
+  plan.launch = launch;
   // Sizes whose schedule is the same (ScheduleVariant) share one build.
   const std::string schedule_key =
       StrCat(OpName(op), "|", plan.algorithm, "|",
@@ -50,7 +53,7 @@ CollectivePlan PlanCollective(CollectiveOp op, const GroupPlacement& group, doub
   }
   plan.chunk_bytes = ChunkBytes(*plan.schedule, buffer_bytes);
   plan.cost = PlaySchedule(*plan.schedule, group, plan.chunk_bytes,
-                           ResolveParams(profile, op, plan.algorithm));
+                           ResolveParams(profile, op, plan.algorithm), launch);
   std::lock_guard<std::mutex> lock(mu);
   if (plans.size() > 4096) plans.clear();
   if (schedules.size() > 256) schedules.clear();
@@ -68,8 +71,8 @@ double PointToPointNs(const ResolvedTopology& topo, const HardwareProfile& profi
   s.num_chunks = 2;
   s.steps.push_back({"send", {{{0}, 1, {0}, false, false}}});
   CollectiveParams params = ResolveParams(profile, CollectiveOp::kAllGather, "");
-  params.fixed_ns = 0;
-  return PlaySchedule(s, pair, bytes, params).total_ns;
+  params.in_graph_fixed_ns = 0;  // a point-to-point copy has no group to synchronise
+  return PlaySchedule(s, pair, bytes, params, Launch::kInGraph).total_ns;
 }
 
 }  // namespace nkisim::collectives

@@ -48,15 +48,17 @@ class ClockJoin {
 // engine of any core starts before it ends.
 CollectiveResult Advance(RankContext& ctx, const char* name, double start, double cost,
                          int64_t bytes, const TensorView& shape_of, const std::string& algorithm,
-                         const std::string& reason) {
+                         const std::string& reason, Launch launch = Launch::kInGraph) {
   const double end = start + cost;
   Timeline& clock = ctx.lnc().core(0).timeline();
   clock.Occupy(Engine::kCollective, start, end);
-  // "algorithm=mesh [4, 1024]bf16", formatted without streams: this sits on every call. A
-  // host-timed loop keeps no records, so it skips the formatting.
+  // "algorithm=mesh launch=in_graph [4, 1024]bf16", formatted without streams: this sits on
+  // every call. A host-timed loop keeps no records, so it skips the formatting.
   char operands[104] = "";
   if (clock.keeps_records()) {
-    int at = algorithm.empty() ? 0 : std::snprintf(operands, sizeof(operands), "algorithm=%s ", algorithm.c_str());
+    int at = algorithm.empty() ? 0
+                               : std::snprintf(operands, sizeof(operands), "algorithm=%s launch=%s ",
+                                               algorithm.c_str(), LaunchName(launch));
     for (size_t i = 0; i < shape_of.shape().size() && at < 80; ++i) {
       at += std::snprintf(operands + at, sizeof(operands) - at, "%s%lld", i ? ", " : "[",
                           static_cast<long long>(shape_of.shape()[i]));
@@ -165,7 +167,7 @@ CollectiveResult RunCollective(RankContext& ctx, const GroupComm& group, Collect
   const double joined = functional ? move(plan) : -1.0;
   const double start = clock ? clock->Wait() : joined;
   return Advance(ctx, OpName(op), start, plan.cost.total_ns, bytes_sent, shape_of, plan.algorithm,
-                 plan.reason);
+                 plan.reason, plan.launch);
 }
 
 // A reduction of `input` into the chunks of `output` (all_reduce: the same shape; reduce_scatter:

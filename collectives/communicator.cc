@@ -76,12 +76,12 @@ const GroupComm& RankContext::group(const std::string& set_name) {
 
 const CollectivePlan& RankContext::plan(const GroupComm& group, CollectiveOp op,
                                         double buffer_bytes) {
-  const auto key = std::make_tuple(group.members, static_cast<int>(op), buffer_bytes);
+  const auto key = std::make_tuple(group.members, static_cast<int>(op), buffer_bytes, launch_);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     const GroupPlacement placement = PlaceGroup(topology_, profile(), *group.members);
     it = plans_.emplace(key, PlanCollective(op, placement, buffer_bytes, profile(),
-                                            group.set->algorithm)).first;
+                                            group.set->algorithm, launch_)).first;
   }
   return it->second;
 }

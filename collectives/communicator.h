@@ -58,6 +58,11 @@ class RankContext {
   // The plan of op on `group` at buffer_bytes (collective_cost.h), memoised for this context.
   const CollectivePlan& plan(const GroupComm& group, CollectiveOp op, double buffer_bytes);
 
+  // Where this rank's collectives are issued: in a compiled graph (the default: a job's layer
+  // phases) or from the host per call (`nkisim collective --launch host`, as nccom-test).
+  Launch launch() const { return launch_; }
+  void set_launch(Launch launch) { launch_ = launch; }
+
  private:
   MPI_Comm world_ = MPI_COMM_NULL;
   LocalFabric* local_ = nullptr;
@@ -65,7 +70,8 @@ class RankContext {
   const ResolvedTopology& topology_;
   LogicalCore& lnc_;
   std::map<std::string, GroupComm> groups_;
-  std::map<std::tuple<const Group*, int, double>, CollectivePlan> plans_;
+  std::map<std::tuple<const Group*, int, double, Launch>, CollectivePlan> plans_;
+  Launch launch_ = Launch::kInGraph;
 };
 
 // Marks the calling process as blocked in a collective for the guard's lifetime, so that a

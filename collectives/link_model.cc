@@ -53,11 +53,22 @@ bool IsTorusLink(int link) { return link % kPorts < kEfaOut; }
 
 }  // namespace
 
+const char* LaunchName(Launch launch) { return launch == Launch::kHost ? "host" : "in_graph"; }
+
+Launch ParseLaunch(const std::string& text, const std::string& what) {
+  if (text == "in_graph" || text == "in-graph") return Launch::kInGraph;
+  if (text == "host") return Launch::kHost;
+  Raise(ErrorCode::kInvalidArgument,
+        StrCat(what, ": '", text, "' is not a launch context; use in-graph (issued inside a "
+                     "compiled graph) or host (launched from the host per call, as nccom-test)"));
+}
+
 CollectiveParams ResolveParams(const HardwareProfile& p, CollectiveOp op,
                                const std::string& algorithm) {
   CollectiveParams c;
   c.step_latency_ns = p.collective_step_latency_ns();
   c.fixed_ns = p.collective_fixed_ns();
+  c.in_graph_fixed_ns = p.collective_in_graph_fixed_ns();
   c.link_gbps = p.neuronlink_gbps_per_chip() / 4;
   c.hop_latency_ns = p.neuronlink_latency_ns();
   c.interinstance_latency_ns = p.interinstance_latency_ns();
@@ -82,11 +93,13 @@ CollectiveParams ResolveParams(const HardwareProfile& p, CollectiveOp op,
 }
 
 ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& g, double chunk_bytes,
-                          const CollectiveParams& p) {
+                          const CollectiveParams& p, Launch launch) {
   ScheduleCost cost;
   if (schedule.steps.empty()) return cost;
-  cost.fixed_ns = p.fixed_ns;
-  cost.total_ns = p.fixed_ns;
+  cost.fixed_ns = launch == Launch::kHost ? p.fixed_ns : 0.0;
+  cost.in_graph_fixed_ns = p.in_graph_fixed_ns;
+  cost.total_ns = cost.fixed_ns + cost.in_graph_fixed_ns;
+  cost.rest_ns = cost.in_graph_fixed_ns;
   int max_chip = 0;
   for (int chip : g.chip) max_chip = std::max(max_chip, chip);
   // Routes pass through chips outside the group (the torus wrap-around): count every chip of the

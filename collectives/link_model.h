@@ -17,7 +17,12 @@
 //                a transfer reads bytes per source (none when it shares a read), writes bytes at
 //                the destination, and a reduce reads the destination's copy too
 //   step       = max over t of transfer t + hbm
-// collective  = fixed + sum of the steps (no step, no fixed cost: a group of one).
+// collective  = in_graph_fixed [+ host launch] + sum of the steps (no step, no fixed cost: a
+//               group of one). Every collective pays in_graph_fixed (the device's own
+//               synchronisation and ring start-up); one launched from the host, call by call, as
+//               nccom-test runs it, also pays the host launch cost (`fixed_ns`), per op and
+//               algorithm. Inside a compiled graph the device issues the collective itself and
+//               no host launch is paid (Launch::kInGraph; docs/collectives.md).
 // Every constant comes from the profile, corrected per op and algorithm by collective_tuning.
 // All times in ns, GB = 1e9 B, so bytes / GB/s = ns.
 #pragma once
@@ -31,9 +36,18 @@
 
 namespace nkisim::collectives {
 
+// Where a collective is issued: inside a compiled graph (what `run`, `sweep` and the layer
+// phases price) or launched from the host one call at a time (what nccom-test measures, and
+// `nkisim collective` and `nkisim calibrate` use by default).
+enum class Launch { kInGraph, kHost };
+const char* LaunchName(Launch launch);  // "in_graph" | "host"
+// "in_graph" / "in-graph" / "host"; throws Error(kInvalidArgument) naming `what` otherwise.
+Launch ParseLaunch(const std::string& text, const std::string& what);
+
 struct CollectiveParams {
   double step_latency_ns = 0;
-  double fixed_ns = 0;
+  double fixed_ns = 0;  // the host launch cost per call (charged to Launch::kHost only)
+  double in_graph_fixed_ns = 0;  // the device's sync + ring start-up (every collective)
   double link_gbps = 0;  // one NeuronLink link, one direction
   double hop_latency_ns = 0;
   double interinstance_latency_ns = 0;
@@ -57,7 +71,8 @@ struct StepCost {
 
 struct ScheduleCost {
   double total_ns = 0;
-  double fixed_ns = 0;
+  double fixed_ns = 0;           // the host launch cost charged (0 in a graph)
+  double in_graph_fixed_ns = 0;  // the device's fixed cost charged (part of rest_ns)
   int steps = 0;
   // total = fixed_ns + step_latency_ns * latency_units + link_bytes / link_gbps + rest_ns, with
   // the slowest transfer of each step as it is under these params (what calibration fits).
@@ -69,6 +84,6 @@ struct ScheduleCost {
 
 // REQUIRES: the schedule was built for `group`; every param > 0 except the latencies and fixed.
 ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& group,
-                          double chunk_bytes, const CollectiveParams& params);
+                          double chunk_bytes, const CollectiveParams& params, Launch launch);
 
 }  // namespace nkisim::collectives

@@ -75,6 +75,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"neuronlink_latency_ns", p.neuronlink_latency_ns()},
       {"collective_step_latency_ns", p.collective_step_latency_ns()},
       {"collective_fixed_ns", p.collective_fixed_ns()},
+      {"collective_in_graph_fixed_ns", p.collective_in_graph_fixed_ns()},
       {"interinstance_latency_ns", p.interinstance_latency_ns()},
       {"dma_fixed_ns", p.dma_fixed_ns()},
       {"core_link_latency_ns", p.core_link_latency_ns()},

@@ -56,9 +56,25 @@ struct Options {
   std::string reduction = "algorithm";
   bool model_only = false;
   int ranks = 0;  // --model-only: world size
+  std::string launch = "host";  // where the collective is issued: host (as nccom-test) | in-graph
+  bool per_rank = false;        // -b / -e count each rank's buffer, not nccom-test's size column
 };
 
+// The rank's element count for a row whose size is `bytes`: nccom-test's (and nccl-tests') size
+// column counts the gathered output of an all_gather and the input of a reduce_scatter (G chunks),
+// so a rank holds size / G of it; all_reduce and all_to_all count one rank's buffer. --per-rank
+// takes `bytes` as the rank's own (the all_gather input, the reduce_scatter output chunk).
+int64_t RankCount(const Options& o, double size_in_ranks, int g, int64_t bytes, int64_t width) {
+  const int64_t per_rank = o.per_rank || size_in_ranks != 0 ? bytes : bytes / g;
+  return std::max<int64_t>(per_rank / width, 1);
+}
+
 HardwareProfile ProfileOf(const Options& o) { return LoadProfile(o.common); }
+
+const char* LaunchWords(const Options& o) {
+  return o.launch == "host" ? "from the host per call (host launch cost included)"
+                            : "in a compiled graph (no host launch cost)";
+}
 
 
 
@@ -333,16 +349,18 @@ int RunSweep(const Options& o) {
   // Thousands of timed calls and no trace: keep the totals, not a record per call.
   for (int c = 0; c < lnc.lnc(); ++c) lnc.core(c).timeline().set_keep_records(false);
   RankContext ctx(MPI_COMM_WORLD, topology, lnc);
+  ctx.set_launch(collectives::ParseLaunch(o.launch, "collective: --launch"));
   const GroupComm& group = ctx.group("bench");
 
   if (rank == 0) {
     std::printf(
         "# nkisim collective %s: %d ranks, groups of %d, %s, %d iterations after %d warm-up;"
         " profile %s, algorithm %s, reduction %s\n"
-        "# size = bytes algbw counts (nccl-tests); per-rank = bytes each rank contributes;"
-        " GB = 1e9 B; sim = simulated time\n",
+        "# size = bytes algbw counts (nccl-tests, nccom-test; -b / -e count it%s); per-rank = bytes"
+        " each rank contributes; GB = 1e9 B; sim = simulated time, launched %s\n",
         op.name, world, g, DTypeName(dtype), o.iters, o.warmup, profile.name().c_str(),
-        o.algorithm.c_str(), o.reduction.c_str());
+        o.algorithm.c_str(), o.reduction.c_str(), o.per_rank ? " per rank (--per-rank)" : "",
+        LaunchWords(o));
     std::printf("%12s %12s %12s %8s %11s %9s %9s %10s %-12s %7s%s\n", "size(B)", "count",
                 "per-rank(B)", "dtype", "time(us)", "algbw", "busbw", "sim(us)", "algorithm", "#wrong",
                 o.baseline ? "     mpi(us)  ratio" : "");
@@ -351,7 +369,7 @@ int RunSweep(const Options& o) {
   int64_t total_wrong = 0;
   const int64_t width = static_cast<int64_t>(SizeOf(dtype));
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= o.factor) {
-    const int64_t count = std::max<int64_t>(bytes / width, 1);
+    const int64_t count = RankCount(o, op.size_in_ranks, g, bytes, width);
     Case c = op.make(ctx, group, dtype, count);
     collectives::CollectiveResult last;
     double host_us = 0, mpi_us = 0, mpi_ratio = 0;
@@ -490,27 +508,31 @@ int RunModelOnly(const Options& o) {
       "# nkisim collective %s --model-only: %d ranks (%d chips, %d instances) at LNC %d, group of "
       "%d; profile %s, algorithm %s\n"
       "# size = bytes algbw counts (nccl-tests); per-rank = bytes each rank contributes; GB = 1e9 B;"
-      " sim = simulated time from the schedule on the link model\n",
+      " sim = simulated time from the schedule on the link model, launched %s\n",
       op.name, o.ranks, chips,
       (chips + static_cast<int>(profile.chips_per_instance()) - 1) /
           static_cast<int>(profile.chips_per_instance()),
-      o.common.lnc, g, profile.name().c_str(), o.algorithm.c_str());
-  std::printf("%12s %12s %-12s %6s %12s %9s %9s  %s\n", "size(B)", "per-rank(B)", "algorithm",
-              "steps", "sim(us)", "algbw", "busbw", "why");
+      o.common.lnc, g, profile.name().c_str(), o.algorithm.c_str(), LaunchWords(o));
+  const collectives::Launch launch = collectives::ParseLaunch(o.launch, "collective: --launch");
+  std::printf("%12s %12s %-12s %-8s %6s %12s %12s %9s %9s  %s\n", "size(B)", "per-rank(B)",
+              "algorithm", "launch", "steps", "sim(us)", "fixed(us)", "algbw", "busbw", "why");
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json rows = nlohmann::json::array();
   const int64_t width = static_cast<int64_t>(SizeOf(dtype));
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= o.factor) {
-    const int64_t per_rank = std::max<int64_t>(bytes / width, 1) * width;
+    const int64_t per_rank = RankCount(o, op.size_in_ranks, g, bytes, width) * width;
     const collectives::CollectivePlan plan = collectives::PlanCollective(
-        cop, group, static_cast<double>(per_rank), profile, o.algorithm);
+        cop, group, static_cast<double>(per_rank), profile, o.algorithm, launch);
     const double size = static_cast<double>(per_rank) * (op.size_in_ranks == 0 ? g : op.size_in_ranks);
     const double us = plan.cost.total_ns / 1000.0;
     const double algbw = us > 0 ? size / (us * 1e3) : 0, busbw = algbw * op.busbw_factor(g);
-    std::printf("%12.0f %12lld %-12s %6d %12.3f %9.3f %9.3f  %s\n", size,
-                static_cast<long long>(per_rank), plan.algorithm.c_str(), plan.cost.steps, us,
-                algbw, busbw, plan.reason.c_str());
+    const double fixed_us = (plan.cost.fixed_ns + plan.cost.in_graph_fixed_ns) / 1000.0;
+    std::printf("%12.0f %12lld %-12s %-8s %6d %12.3f %12.3f %9.3f %9.3f  %s\n", size,
+                static_cast<long long>(per_rank), plan.algorithm.c_str(),
+                collectives::LaunchName(launch), plan.cost.steps, us, fixed_us, algbw, busbw,
+                plan.reason.c_str());
     rows.push_back({{"size_bytes", size}, {"per_rank_bytes", per_rank}, {"algorithm", plan.algorithm},
+                    {"launch", collectives::LaunchName(launch)}, {"fixed_us", fixed_us},
                     {"steps", plan.cost.steps}, {"sim_us", us}, {"algbw_gbps", algbw},
                     {"busbw_gbps", busbw}, {"reason", plan.reason}});
   }
@@ -531,9 +553,19 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("op", o->op,
                   "all_gather | all_reduce | reduce_scatter | all_to_all | batch_shard")
       ->required();
-  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest per-rank size (K, M, G suffixes)")
+  cmd->add_option("-b,--minbytes", o->min_bytes,
+                  "smallest size as nccom-test counts it (all_gather: the gathered output; "
+                  "reduce_scatter: the input; K, M, G suffixes)")
       ->capture_default_str();
-  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest per-rank size")->capture_default_str();
+  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest size, counted as -b")->capture_default_str();
+  cmd->add_flag("--per-rank", o->per_rank,
+                "-b / -e count each rank's own buffer (the all_gather input, the reduce_scatter "
+                "output chunk) instead of nccom-test's size column");
+  cmd->add_option("--launch", o->launch,
+                  "host: launched from the host per call, as nccom-test measures (the host launch "
+                  "cost included); in-graph: issued inside a compiled graph, as a model's layers")
+      ->check(CLI::IsMember({"host", "in-graph", "in_graph"}))
+      ->capture_default_str();
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplier between rows")
       ->capture_default_str();
   cmd->add_option("-d,--dtype", o->dtype, "element type")->capture_default_str();

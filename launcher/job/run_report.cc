@@ -154,7 +154,7 @@ std::string FormatReport(const proto::RunReport& report) {
                 timed ? "timed" : s.pass() ? "PASS" : "FAIL");
     out += StrPrintf("  %-16s %12s %10s %11s %12s %12s %12s %14s  %-28s %s\n", "phase", "sim (us)",
                 "host (ms)", "fresh (MiB)", "max abs err", "max rel err", "bound", "moved (MB)", "check",
-                "collective:algorithm");
+                "collective:algorithm@launch");
     for (const proto::PhaseSummary& p : s.phases()) {
       const std::string check = timed ? std::string("not checked")
                                       : StrCat(p.pass() ? "PASS" : "FAIL", " (", p.failures(),

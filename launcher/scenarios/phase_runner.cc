@@ -37,8 +37,14 @@ std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& f
     if (records[i].engine != Engine::kCollective) continue;
     const std::string operands(records[i].shapes.data());
     if (operands.rfind("algorithm=", 0) != 0) continue;
-    const std::string name = operands.substr(10, operands.find(' ') - 10);
-    const std::string entry = StrCat(records[i].name, ":", name);
+    // "algorithm=mesh launch=in_graph [...]" -> "all_reduce:mesh@in_graph".
+    const size_t end = operands.find(' ');
+    const std::string name = operands.substr(10, end - 10);
+    std::string launch;
+    if (end != std::string::npos && operands.compare(end + 1, 7, "launch=") == 0) {
+      launch = "@" + operands.substr(end + 8, operands.find(' ', end + 1) - end - 8);
+    }
+    const std::string entry = StrCat(records[i].name, ":", name, launch);
     if (out.find(entry) == std::string::npos) out += (out.empty() ? "" : ",") + entry;
   }
   return out;

@@ -279,7 +279,7 @@ TEST(CalibrateTest, ShippedPublishedLogIsFittedBetter) {
     if (row.log_algorithm.empty()) continue;
     const double per_rank = PerRankBufferBytes(row.op, row.size_bytes, row.ranks);
     const CollectivePlan plan = PlanCollective(row.op, DefaultPlacement(row.ranks, 2, Trn2Profile()),
-                                               per_rank, Trn2Profile(), "auto");
+                                               per_rank, Trn2Profile(), "auto", Launch::kHost);
     EXPECT_EQ(plan.algorithm, row.log_algorithm) << row.size_bytes << " B on " << row.ranks << " ranks";
     ++named;
   }

@@ -1,5 +1,6 @@
 // The link model, computed by hand on small cases, and the per-op / per-algorithm tuning.
 #include "collectives/collective_cost.h"
+#include "runtime/error.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -52,7 +53,7 @@ TEST(LinkModelTest, TwoChipRingAllGather) {
   const Schedule s = BuildSchedule(*FindAlgorithm("ring"), CollectiveOp::kAllGather, g, 256000,
                                    Trn2Profile());
   ASSERT_EQ(s.steps.size(), 1u);
-  const ScheduleCost c = PlaySchedule(s, g, 256000, Params());
+  const ScheduleCost c = PlaySchedule(s, g, 256000, Params(), Launch::kHost);
   // fixed + step latency + 1 hop + 256000 B / 256 GB/s + HBM (512000 B / 1e9 GB/s per chip).
   EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 1000 + 512000 / 1e9, 1e-6);
   EXPECT_EQ(c.per_step[0].bound, "link");
@@ -67,11 +68,11 @@ TEST(LinkModelTest, TwoFlowsOnOneLinkShareIt) {
   // Ranks 0, 1 (chip 0) write to ranks 4, 5 (chip 1): both cross the chip 0 +x link.
   const GroupPlacement g = Members({0, 1, 4, 5});
   const Schedule shared = OneStep({{{0}, 2, {0}, false, false}, {{1}, 3, {1}, false, false}}, 4, 4);
-  const ScheduleCost c = PlaySchedule(shared, g, 256000, Params());
+  const ScheduleCost c = PlaySchedule(shared, g, 256000, Params(), Launch::kHost);
   EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 512000 / 256.0 + 512000 / 1e9, 1e-6);
   // Rank 1 writing to chip 3 instead (rank 12, the -x wrap link) does not share: faster.
   const GroupPlacement apart_g = Members({0, 1, 4, 12});
-  const ScheduleCost apart = PlaySchedule(shared, apart_g, 256000, Params());
+  const ScheduleCost apart = PlaySchedule(shared, apart_g, 256000, Params(), Launch::kHost);
   EXPECT_NEAR(apart.total_ns, 500 + 1000 + 100 + 256000 / 256.0 + 512000 / 1e9, 1e-6);  // 2 reads on chip 0
   EXPECT_GT(c.total_ns, apart.total_ns + 900);
 }
@@ -79,8 +80,8 @@ TEST(LinkModelTest, TwoFlowsOnOneLinkShareIt) {
 TEST(LinkModelTest, RoutesByDimensionOrderAndCountsHops) {
   // Chip 0 -> chip 5 (x 1, y 1): two links, two hops; chip 0 -> chip 10 (2, 2): four hops.
   const GroupPlacement g = Members({0, 20, 40});
-  const ScheduleCost two = PlaySchedule(OneStep({{{0}, 1, {0}, false, false}}, 3, 3), g, 0, Params());
-  const ScheduleCost four = PlaySchedule(OneStep({{{0}, 2, {0}, false, false}}, 3, 3), g, 0, Params());
+  const ScheduleCost two = PlaySchedule(OneStep({{{0}, 1, {0}, false, false}}, 3, 3), g, 0, Params(), Launch::kHost);
+  const ScheduleCost four = PlaySchedule(OneStep({{{0}, 2, {0}, false, false}}, 3, 3), g, 0, Params(), Launch::kHost);
   EXPECT_NEAR(two.total_ns, 500 + 1000 + 2 * 100, 1e-9);
   EXPECT_NEAR(four.total_ns, 500 + 1000 + 4 * 100, 1e-9);
 }
@@ -89,12 +90,12 @@ TEST(LinkModelTest, IntraChipDmaAndHbmLimits) {
   const GroupPlacement g = Members({0, 1});
   CollectiveParams p = Params();
   const Schedule s = OneStep({{{0}, 1, {0}, false, false}}, 2, 2);
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p).total_ns, 500 + 1000 + 1000 + 800000 / 1e9, 1e-6);
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 1000 + 800000 / 1e9, 1e-6);
   p.dma_gbps_per_rank = 100;  // now the rank's DMA bounds it
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p).total_ns, 500 + 1000 + 4000 + 800000 / 1e9, 1e-6);
-  EXPECT_EQ(PlaySchedule(s, g, 400000, p).per_step[0].bound, "dma");
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 4000 + 800000 / 1e9, 1e-6);
+  EXPECT_EQ(PlaySchedule(s, g, 400000, p, Launch::kHost).per_step[0].bound, "dma");
   p.hbm_gbps_per_chip = 800;  // one read and one write on chip 0: + 1000 ns of HBM
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p).total_ns, 500 + 1000 + 4000 + 1000, 1e-6);
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 4000 + 1000, 1e-6);
 }
 
 TEST(LinkModelTest, BetweenInstancesOverEfa) {
@@ -103,14 +104,67 @@ TEST(LinkModelTest, BetweenInstancesOverEfa) {
   g.world_rank = {0, 64};
   g.chip = {all.chip[0], all.chip[64]};
   g.ranks_on_chip = {4, 4};
-  const ScheduleCost c = PlaySchedule(OneStep({{{0}, 1, {0}, false, false}}, 2, 2), g, 100000, Params());
+  const ScheduleCost c = PlaySchedule(OneStep({{{0}, 1, {0}, false, false}}, 2, 2), g, 100000, Params(), Launch::kHost);
   EXPECT_NEAR(c.total_ns, 500 + 1000 + 15000 + 100000 / 100.0 + 100000 / 1e9, 1e-6);
 }
 
 TEST(LinkModelTest, GroupOfOneCostsNothing) {
   const GroupPlacement g = Members({5});
-  const CollectivePlan plan = PlanCollective(CollectiveOp::kAllReduce, g, 1 << 20, Trn2Profile(), "auto");
+  const CollectivePlan plan = PlanCollective(CollectiveOp::kAllReduce, g, 1 << 20, Trn2Profile(), "auto",
+                                             Launch::kHost);
   EXPECT_EQ(plan.cost.total_ns, 0.0);
+}
+
+// In a graph a collective pays the device's fixed cost and not the host launch; from the host it
+// pays both, on the same schedule.
+TEST(LinkModelTest, LaunchContextDecidesTheFixedCost) {
+  const GroupPlacement g = Members({0, 4});
+  const Schedule s = OneStep({{{0}, 1, {0}, false, false}}, 2, 2);
+  CollectiveParams p = Params();
+  p.in_graph_fixed_ns = 300;
+  const ScheduleCost graph = PlaySchedule(s, g, 256000, p, Launch::kInGraph);
+  const ScheduleCost host = PlaySchedule(s, g, 256000, p, Launch::kHost);
+  // fixed + step latency + 1 hop + 256000 B / 256 GB/s + HBM (one read or write per chip).
+  EXPECT_NEAR(graph.total_ns, 300 + 1000 + 100 + 1000 + 256000 / 1e9, 1e-6);
+  EXPECT_NEAR(host.total_ns - graph.total_ns, 500, 1e-9);
+  EXPECT_EQ(graph.fixed_ns, 0.0);
+  EXPECT_EQ(host.fixed_ns, 500.0);
+  EXPECT_EQ(graph.in_graph_fixed_ns, 300.0);
+  for (const ScheduleCost* c : {&graph, &host}) {  // the calibration decomposition still adds up
+    EXPECT_NEAR(c->fixed_ns + c->latency_units * p.step_latency_ns + c->link_bytes / p.link_gbps +
+                    c->rest_ns,
+                c->total_ns, 1e-6);
+  }
+}
+
+// The default profile's 64-rank TP all_reduce of one decode token (B 1 x H 8192 bf16 = 16 KiB)
+// in a graph: tens of microseconds, as the published 70B decode (245 us a layer with two of
+// them) requires; from the host the nccom-test launch floor comes back.
+TEST(LinkModelTest, InGraphTp64AllReduceIsTensOfMicroseconds) {
+  const HardwareProfile prof = Trn2Profile();
+  const GroupPlacement g = DefaultPlacement(64, 2, prof);
+  const CollectivePlan graph =
+      PlanCollective(CollectiveOp::kAllReduce, g, 16384, prof, "auto", Launch::kInGraph);
+  const CollectivePlan host =
+      PlanCollective(CollectiveOp::kAllReduce, g, 16384, prof, "auto", Launch::kHost);
+  EXPECT_GT(graph.cost.total_ns, 2000);
+  EXPECT_LT(graph.cost.total_ns, 50000);
+  EXPECT_GT(host.cost.total_ns, 250000);
+  EXPECT_EQ(graph.launch, Launch::kInGraph);
+  EXPECT_NEAR(host.cost.total_ns - graph.cost.total_ns, host.cost.fixed_ns, 1e-6);
+}
+
+TEST(LinkModelTest, ParseLaunchNamesTheRule) {
+  EXPECT_EQ(ParseLaunch("in-graph", "x"), Launch::kInGraph);
+  EXPECT_EQ(ParseLaunch("in_graph", "x"), Launch::kInGraph);
+  EXPECT_EQ(ParseLaunch("host", "x"), Launch::kHost);
+  try {
+    ParseLaunch("device", "--launch");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("--launch: 'device' is not a launch context"));
+  }
 }
 
 TEST(LinkModelTest, TuningAppliesMostSpecificLast) {

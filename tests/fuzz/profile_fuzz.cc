@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
       const c::GroupPlacement placement = c::DefaultPlacement(8, lnc, profile);
       for (c::CollectiveOp op : {c::CollectiveOp::kAllGather, c::CollectiveOp::kAllReduce,
                                  c::CollectiveOp::kReduceScatter, c::CollectiveOp::kAllToAll}) {
-        (void)c::PlanCollective(op, placement, 1 << 20, profile, "auto");
+        (void)c::PlanCollective(op, placement, 1 << 20, profile, "auto", c::Launch::kHost);
       }
     }
   });

@@ -42,6 +42,38 @@ TEST(CollectiveCliTest, ModelOnlyShowsTheRuntimesChoiceBySize) {
   EXPECT_THAT(r.output, HasSubstr(" kangaring "));
 }
 
+// -b / -e count nccom-test's size column: an 8-rank all_gather of 8K gathers 1K per rank, as
+// `nccom-test -r 8 allg -b 8K` does; --per-rank keeps the rank's own buffer.
+TEST(CollectiveCliTest, SizesCountTheNccomTestSizeColumn) {
+  const CommandResult r = Collective("all_gather --model-only --ranks 8 -b 8K -e 8K");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("\n +8192 +1024 "));
+  const CommandResult per = Collective("all_gather --model-only --ranks 8 -b 8K -e 8K --per-rank");
+  ASSERT_EQ(per.exit_code, 0) << per.output;
+  EXPECT_THAT(per.output, ::testing::ContainsRegex("\n +65536 +8192 "));
+  const CommandResult rs = Collective("reduce_scatter --model-only --ranks 8 -b 8K -e 8K");
+  EXPECT_THAT(rs.output, ::testing::ContainsRegex("\n +8192 +1024 "));
+  const CommandResult ar = Collective("all_reduce --model-only --ranks 8 -b 8K -e 8K");
+  EXPECT_THAT(ar.output, ::testing::ContainsRegex("\n +8192 +8192 "));
+}
+
+// The launch context: host (the default, as nccom-test) pays the host launch cost on top of the
+// in-graph schedule; the column and the header say which.
+TEST(CollectiveCliTest, LaunchContextIsAColumnAndACost) {
+  const std::string args = "all_reduce --model-only --ranks 64 -b 16K -e 16K -d bf16";
+  const CommandResult host = Collective(args);
+  const CommandResult graph = Collective(args + " --launch in-graph");
+  ASSERT_EQ(host.exit_code, 0) << host.output;
+  ASSERT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_THAT(host.output, HasSubstr(" host "));
+  EXPECT_THAT(host.output, HasSubstr("launched from the host per call"));
+  EXPECT_THAT(graph.output, HasSubstr(" in_graph "));
+  EXPECT_THAT(graph.output, HasSubstr("launched in a compiled graph"));
+  const CommandResult bad = Collective(args + " --launch device");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--launch"));
+}
+
 TEST(CollectiveCliTest, AForcedAlgorithmThatCannotRunIsRefused) {
   const CommandResult r =
       Collective("all_reduce --model-only --ranks 64 -g 8 -b 1M -e 1M --algorithm mesh_1step");
