@@ -7,6 +7,7 @@
 // All functions issue instructions on the calling thread's current core.
 #pragma once
 
+#include "kernels/common/psum_eviction.h"
 #include "kernels/output_projection/tiling.h"
 #include "runtime/neuron_core.h"
 #include "runtime/tensor_view.h"
@@ -28,19 +29,6 @@ StaticScales LoadStaticScales(NeuronCore& core, const TensorView& input_scale,
 // Runs on GpSimd, which the evictions do not use, so it never delays one.
 // REQUIRES: inverse_input has at least x.partitions() partitions.
 Tile Quantize(const Tile& x, const Tile& inverse_input, DType dtype);
-
-// The terms of out = psum * scale + bias for one PSUM group, each optional (an invalid Tile) and
-// each either a per-partition column [P, 1] or a tile of the psum's shape along the free axis.
-struct EvictionTerms {
-  Tile scale_column;
-  Tile scale_row;
-  Tile bias_column;
-  Tile bias_row;
-};
-
-// dst = psum * scale + bias (fp32 arithmetic, one rounding into dst's dtype per instruction) on
-// engine: one instruction for every combination but a row scale with a bias (two).
-void Evict(const Tile& dst, const Tile& psum, const EvictionTerms& terms, Engine engine);
 
 // The terms of a block of output columns in the row layout: a dequant column shared by all
 // groups, and rows [P, cols] loaded in pieces (bias, ROW scale).

@@ -100,16 +100,6 @@ PiecedTile PiecedTile::Load(NeuronCore& core, const std::string& name, const Ten
   return t;
 }
 
-void StoreInPieces(const TensorView& dst, const Tile& src) {
-  const HardwareProfile& prof = src.core()->profile();
-  const int64_t row_bytes = src.free_size() * static_cast<int64_t>(SizeOf(dst.dtype()));
-  const auto piece_bytes = static_cast<int64_t>(prof.dma_fixed_ns() * prof.dma_queue_gbps());
-  const int64_t rows = std::max<int64_t>(1, piece_bytes / std::max<int64_t>(1, row_bytes));
-  for (const Range& r : Split(0, src.partitions(), rows)) {
-    nisa::dma_copy(dst.slice(0, r.begin, r.end()), src.slice(0, r.begin, r.end()));
-  }
-}
-
 const Tile& PiecedTile::Piece(const Range& r, int64_t head, Range* within,
                               int64_t* head_in_group) const {
   const int64_t g = head_group_ > 0 ? head / head_group_ : 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/tiling.h"  // StoreInPieces
 #include "runtime/hardware_profile.h"
 #include "runtime/neuron_core.h"
 #include "runtime/tensor_view.h"
@@ -85,11 +86,6 @@ class PiecedTile {
   int64_t head_group_ = 0;                 // 0: free dim 1 not cut
   std::vector<std::vector<Tile>> pieces_;  // [range][head group]
 };
-
-// Stores src into dst (same shape once size-1 dims drop) in DMAs of whole partitions, each moving
-// about dma_fixed_ns worth of queue bandwidth, spread over the queues: the last store of a kernel
-// is its tail, and a store split k ways finishes about k times sooner.
-void StoreInPieces(const TensorView& dst, const Tile& src);
 
 // View helpers on tiles whose free dim 1 indexes (packed) heads.
 // count 1: head `head` with dim 1 dropped; count 2: heads [head, head + 2) kept as dim 1.

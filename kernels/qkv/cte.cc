@@ -22,7 +22,7 @@
 #include "kernels/qkv/cte_prologue.h"
 #include "kernels/qkv/epilogue.h"
 #include "kernels/qkv/mx_scales.h"
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "kernels/qkv/variants.h"
 #include "runtime/cost_model.h"
 #include "runtime/nisa/nisa.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "kernels/qkv/epilogue.h"
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -124,6 +124,10 @@ void CtePrologue::Load(int slot, int64_t r0, int64_t n) {
 void CtePrologue::Prepare(int slot) {
   const Tile x = rows_[slot].slice(0, 0, n_[slot]);
   if (params_.fused_residual_add) ResidualAdd(x, r0_[slot]);
+  if (fused_hidden_.valid()) {
+    const TensorView rows = fused_hidden_.reshape({cfg_.tokens, cfg_.h});
+    StoreInPieces(rows.slice(0, r0_[slot], r0_[slot] + x.partitions()), x);
+  }
   if (cfg_.norm != NormType::kNoNorm) Normalize(x);
 }
 
@@ -133,6 +137,7 @@ void CtePrologue::ResidualAdd(const Tile& x, int64_t r0) {
   for (int64_t c0 = 0; c0 < cfg_.h; c0 += chunk) {
     const int64_t c1 = std::min(cfg_.h, c0 + chunk);
     for (int i = 0; i < 2; ++i) {
+      if (!sources[i]->valid()) continue;  // the MLP's single residual comes as mlp_prev
       const Tile r = residual_[i].slice(0, 0, n).slice(1, 0, c1 - c0);
       DmaInPieces(
           r, sources[i]->reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n).slice(1, c0, c1), 1);

@@ -29,8 +29,12 @@ class CtePrologue {
 
   // Issues the DMAs bringing token rows [r0, r0 + n) (n <= partitions) into buffer `slot`.
   void Load(int slot, int64_t r0, int64_t n);
-  // Residual add and norm of buffer `slot`'s rows, in place.
+  // Residual add and norm of buffer `slot`'s rows, in place; with StoreFusedHidden, the rows'
+  // residual sum (held in the compute dtype) is also stored before the norm.
   void Prepare(int slot);
+  // Prepare also stores each buffer's sum x + residuals into rows of fused_hidden [B, S, H]
+  // (the MLP's store_fused_hidden; QKV CTE returns none).
+  void StoreFusedHidden(const TensorView& fused_hidden) { fused_hidden_ = fused_hidden; }
   // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
   // at column j * P + p (times gamma, plus beta; for STATIC divided by s_in, clamped, fp8).
   void Transpose(int slot, const Tile& x_t);
@@ -62,6 +66,7 @@ class CtePrologue {
   // (p, c, r, v) the input at row r0 + r, column MxColumn(4 c + v) + MxStride() * p.
   TensorView MxQuadView(int64_t r0, int64_t n) const;
   bool mx_direct_ = false;  // MX with neither norm nor fused add: the quads come by DMA
+  TensorView fused_hidden_;  // or invalid: no store
 
   QkvConfig cfg_;
   const QkvParams& params_;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {

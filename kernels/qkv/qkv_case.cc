@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "kernels/common/case_tensors.h"
 #include "kernels/common/mx_weights.h"
 #include "runtime/rng.h"
 
@@ -17,72 +18,21 @@ CounterRng Rng(const QkvCaseOptions& o, const std::string& name) {
   return CounterRng(o.seed, TensorIdFromName(name));
 }
 
-// Stores values in `dtype`. fp8 goes through a table indexed by each value's bf16 bits: any fp8
-// value is valid test data, and a lookup is far cheaper than a full conversion for 10^8 weights.
-void Store(const std::vector<float>& v, const TensorView& t) {
-  if (t.dtype() != kFp8) {
-    FromFloat(t.dtype(), v.data(), t.buffer().data(), v.size());
-    return;
-  }
-  static const std::vector<uint8_t> table = [] {
-    std::vector<uint8_t> bits(1 << 16);
-    for (size_t b = 0; b < bits.size(); ++b) {
-      bits[b] = FloatToFp8Bits(kFp8, Bf16BitsToFloat(static_cast<uint16_t>(b)));
-    }
-    return bits;
-  }();
-  auto* out = reinterpret_cast<uint8_t*>(t.buffer().data());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = table[FloatToBf16Bits(v[i])];
-}
-
-// N(0, 1) values, optionally clipped to [-clip, clip], stored in `dtype`. Box-Muller in fp32 on
-// two 24-bit uniforms cut from one 64-bit draw gives a pair of values per draw: several times
-// faster than CounterRng::Normal, which matters for weights of 10^8 elements.
 TensorView Gaussian(const QkvCaseOptions& o, const std::string& name, const Shape& shape,
                     DType dtype, float clip = 0.0f) {
-  const CounterRng rng = Rng(o, name);
-  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
-  const float two_pi = 2 * std::numbers::pi_v<float>;
-  for (size_t i = 0; i < v.size(); i += 2) {
-    const uint64_t bits = rng.Bits(i / 2);
-    const float u1 = (static_cast<float>(bits >> 40) + 0.5f) * 0x1p-24f;  // (0, 1)
-    const float u2 = static_cast<float>((bits >> 16) & 0xFFFFFF) * 0x1p-24f;
-    const float r = std::sqrt(-2.0f * std::log(u1));
-    v[i] = r * std::cos(two_pi * u2);
-    if (i + 1 < v.size()) v[i + 1] = r * std::sin(two_pi * u2);
-  }
-  if (clip > 0.0f) {
-    for (float& x : v) x = std::clamp(x, -clip, clip);
-  }
-  TensorView t = TensorView::Create(shape, dtype, name);
-  Store(v, t);
-  return t;
+  return GaussianTensor(o.seed, name, shape, dtype, clip);
 }
 
-// `row` repeated on `rows` rows.
 TensorView Rows(const std::string& name, const std::vector<float>& row, int64_t rows) {
-  TensorView t =
-      TensorView::Create({rows, static_cast<int64_t>(row.size())}, DType::kFloat32, name);
-  std::vector<float> v;
-  for (int64_t r = 0; r < rows; ++r) v.insert(v.end(), row.begin(), row.end());
-  t.FromFloats(v);
-  return t;
+  return RepeatedRows(name, row, rows);
 }
 
 // ROW quantisation of Gaussian weights: per-column scale max_h |W[h, i]| / fp8 max.
 void RowQuantizedWeights(const QkvCaseOptions& o, QkvParams& p, int64_t h, int64_t i) {
   const std::vector<float> w = Gaussian(o, "fused_qkv_weights", {h, i}, DType::kFloat32).ToFloats();
-  std::vector<float> scale(static_cast<size_t>(i), 0.0f), q(w.size());
-  for (int64_t k = 0; k < h; ++k) {
-    for (int64_t c = 0; c < i; ++c) scale[c] = std::max(scale[c], std::fabs(w[k * i + c]));
-  }
-  for (float& s : scale) s = s > 0 ? s / static_cast<float>(MaxValue(kFp8)) : 1.0f;
-  for (int64_t k = 0; k < h; ++k) {
-    for (int64_t c = 0; c < i; ++c) q[k * i + c] = w[k * i + c] / scale[c];
-  }
-  p.fused_qkv_weights = TensorView::Create({h, i}, kFp8, "fused_qkv_weights");
-  Store(q, p.fused_qkv_weights);
-  p.qkv_w_scale = Rows("qkv_w_scale", scale, 128);
+  const RowQuantized q = RowQuantize(w, h, i, kFp8, "fused_qkv_weights", "qkv_w_scale", 128);
+  p.fused_qkv_weights = q.weights;
+  p.qkv_w_scale = q.scale;
 }
 
 // cos and sin of angles uniform in [0, 2 pi), the first half of each head duplicated.

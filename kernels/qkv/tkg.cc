@@ -17,7 +17,7 @@
 
 #include "kernels/qkv/epilogue.h"
 #include "kernels/qkv/mx_scales.h"
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "kernels/qkv/tkg_prologue.h"
 #include "kernels/qkv/variants.h"
 #include "runtime/nisa/nisa.h"

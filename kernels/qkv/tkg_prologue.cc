@@ -1,6 +1,6 @@
 #include "kernels/qkv/tkg_prologue.h"
 
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -52,11 +52,16 @@ Tile LoadHidden(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, cons
   DmaInPieces(x, view, 1);
   if (!p.fused_residual_add) return x;
   Tile r = core.AllocateSbuf("residual", view.shape(), cfg.io_dtype);
-  Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
   DmaInPieces(r, slab.Of(p.mlp_prev, cfg), 1);
-  nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
-  DmaInPieces(r, slab.Of(p.attention_prev, cfg), 1);
-  nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
+  if (p.attention_prev.valid()) {
+    Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
+    nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
+    DmaInPieces(r, slab.Of(p.attention_prev, cfg), 1);
+    nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
+  } else {  // one residual (the MLP's): one add
+    nisa::tensor_tensor(x, x, r, AluOp::kAdd);
+  }
+  if (!fused_hidden.valid()) return x;  // the MLP without store_fused_hidden
   const int64_t k0 = split ? slab.c0 : s, k1 = split ? slab.c1 : s + 1;
   const TensorView dst =
       PartitionMajor(fused_hidden, cfg).slice(1, slab.t0, slab.t1).slice(2, k0, k1);

@@ -7,8 +7,9 @@
 //
 // Steps on core s of L:
 //   1. load the tokens and H chunks it needs (all chunks when there is a norm, which spans H);
-//   2. fused residual add x + mlp_prev + attention_prev, rounded to the input dtype, and the store
-//      of this core's disjoint part of fused_hidden;
+//   2. fused residual add x + mlp_prev + attention_prev (or x + mlp_prev alone when attention_prev
+//      is not given: the MLP's single residual), rounded to the input dtype, and the store of this
+//      core's disjoint part of fused_hidden;
 //   3. RMS or LayerNorm over the full H: per-partition sums (Vector) then a sum across partitions
 //      as a matmul with an all-ones stationary, which also broadcasts the total to every partition;
 //   4. with L = 2 and B*S above the split threshold each core normalises half the tokens and the
@@ -25,7 +26,7 @@ namespace nkisim::kernels {
 // Returns core ctx.prg_id's matmul input [P, B*S, H1s] in the compute dtype: element (p, t, j) is
 // the normalised row h = s*H/L + p*H1s + j of token t. MX: [P, B*S, Q, 4], element (p, t, q, j)
 // the row h = s*H/L + q*4P + 4p + j (runs of 4 are x4 elements of chunk q). Writes this core's part of fused_hidden
-// (valid only with fused_residual_add).
+// (with fused_residual_add, when fused_hidden is valid).
 Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
                  const TensorView& fused_hidden);
 

@@ -5,6 +5,7 @@
 #include "launcher/commands/demo.h"
 #include "launcher/commands/example.h"
 #include "launcher/commands/kernel_attention.h"
+#include "launcher/commands/kernel_mlp.h"
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
 #include "launcher/commands/pack_weights.h"
@@ -45,6 +46,8 @@ constexpr Command kCommands[] = {
      "Output projection (CTE prefill or TKG decode): outputs, cost, roofline, trace, check"},
     {"attention", "kernel", AddKernelAttentionCommand,
      "Decode (tkg) or causal prefill (cte) attention: outputs, cost, roofline, trace, check"},
+    {"mlp", "kernel", AddKernelMlpCommand,
+     "MLP block (TKG decode / CTE prefill): norm, gate / up, act, down; roofline, trace, check"},
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The QKV kernels' data-movement helpers (kernels/qkv/tiling.h): DMA sizing from the profile,
+// The QKV kernels' data-movement helpers (kernels/common/tiling.h): DMA sizing from the profile,
 // cutting a transfer into pieces, the row broadcast, and the weight ring's scoreboard ordering.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 #include "runtime/cost_model.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/nisa/nisa.h"

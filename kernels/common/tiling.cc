@@ -1,4 +1,4 @@
-#include "kernels/qkv/tiling.h"
+#include "kernels/common/tiling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -42,6 +42,17 @@ void DmaInPieces(const Tile& dst, const TensorView& src, int dim) {
   for (int64_t i = 0; i < pieces; ++i) {
     const int64_t lo = extent * i / pieces, hi = extent * (i + 1) / pieces;
     nisa::dma_copy(dst.slice(dim, lo, hi), src.slice(dim, lo, hi));
+  }
+}
+
+void StoreInPieces(const TensorView& dst, const Tile& src) {
+  const HardwareProfile& prof = src.core()->profile();
+  const int64_t row_bytes = src.free_size() * static_cast<int64_t>(SizeOf(dst.dtype()));
+  const auto piece_bytes = static_cast<int64_t>(prof.dma_fixed_ns() * prof.dma_queue_gbps());
+  const int64_t rows = std::max<int64_t>(1, piece_bytes / std::max<int64_t>(1, row_bytes));
+  for (int64_t r0 = 0; r0 < src.partitions(); r0 += rows) {
+    const int64_t r1 = std::min(src.partitions(), r0 + rows);
+    nisa::dma_copy(dst.slice(0, r0, r1), src.slice(0, r0, r1));
   }
 }
 

@@ -1,4 +1,5 @@
-// Internal to kernels/qkv: how the QKV kernels move data, sized from the hardware profile.
+// What the kernels share for moving data (QKV, MLP): how big a DMA should be, sized from the
+// hardware profile, and how weights stream through a ring of SBUF slots.
 //   * DMA sizing: the cost model holds a queue for dma_fixed_ns + bytes / dma_queue_gbps and
 //     serialises every HBM transfer of a core on its port, so transfers should be cut into pieces
 //     just big enough that the queues together keep the port busy (DmaTargetBytes), and spread
@@ -37,6 +38,11 @@ int64_t QueueSpreadPieces(const HardwareProfile& profile, int64_t bytes);
 // QueueSpreadPieces. REQUIRES: dst.shape() ==
 // src.shape(), dim >= 1.
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim);
+
+// Stores src into dst (same shape once size-1 dims drop) in DMAs of whole partitions, each moving
+// about dma_fixed_ns worth of queue bandwidth, spread over the queues: the last store of a kernel
+// is its tail, and a store split k ways finishes about k times sooner.
+void StoreInPieces(const TensorView& dst, const Tile& src);
 
 // Bytes per partition still free in the core's SBUF (its largest free range).
 int64_t SbufFreeBytes(const NeuronCore& core);

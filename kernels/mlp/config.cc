@@ -1,0 +1,85 @@
+#include "kernels/mlp/config.h"
+
+namespace nkisim::kernels {
+
+const char* MlpActivationName(MlpActivation act) {
+  switch (act) {
+    case MlpActivation::kSilu:
+      return "silu";
+    case MlpActivation::kGelu:
+      return "gelu";
+    case MlpActivation::kRelu:
+      return "relu";
+  }
+  return "?";
+}
+
+const char* MlpVariantName(MlpVariant variant) {
+  switch (variant) {
+    case MlpVariant::kAuto:
+      return "auto";
+    case MlpVariant::kTkg:
+      return "tkg";
+    case MlpVariant::kCte:
+      return "cte";
+  }
+  return "?";
+}
+
+MlpConfig MakeMlpConfig(const MlpParams& p, const HardwareProfile& profile, int lnc,
+                        MlpVariant variant) {
+  MlpConfig c;
+  c.variant = variant;
+  c.lnc = lnc;
+  c.b = p.hidden.dim(0);
+  c.s = p.hidden.dim(1);
+  c.h = p.hidden.dim(2);
+  c.i = p.gate_w.dim(1);
+  c.tokens = c.b * c.s;
+  c.norm = p.norm_type;
+  c.quant = p.quantization;
+  c.act = p.activation;
+  c.eps = p.eps;
+  c.io_dtype = p.hidden.dtype();
+  c.compute_dtype = c.io_dtype == DType::kFloat32 ? DType::kBFloat16 : c.io_dtype;
+  c.weight_dtype = p.gate_w.dtype();
+  c.partitions = profile.partitions();
+  c.bank_cols = profile.pe_max_moving_free();
+  return c;
+}
+
+QkvConfig PrologueConfig(const MlpConfig& m) {
+  QkvConfig c;
+  c.variant = m.variant == MlpVariant::kCte ? QkvVariant::kCte : QkvVariant::kTkg;
+  c.lnc = m.lnc;
+  c.b = m.b;
+  c.s = m.s;
+  c.h = m.h;
+  c.i = m.i;
+  c.tokens = m.tokens;
+  c.norm = m.norm;
+  c.quant = QuantizationType::kNone;
+  c.eps = m.eps;
+  c.hidden_actual = static_cast<double>(m.h);
+  c.io_dtype = m.io_dtype;
+  c.compute_dtype = m.compute_dtype;
+  c.weight_dtype = m.compute_dtype;
+  c.out_dtype = m.io_dtype;
+  c.partitions = m.partitions;
+  c.bank_cols = m.bank_cols;
+  return c;
+}
+
+QkvParams PrologueParams(const MlpParams& p) {
+  QkvParams q;
+  q.input = p.hidden;
+  q.fused_residual_add = p.residual.valid();
+  q.mlp_prev = p.residual;
+  q.fused_norm_type = p.norm_type;
+  q.gamma_norm_weights = p.gamma;
+  q.layer_norm_bias = p.beta;
+  q.norm_eps = p.eps;
+  return q;
+}
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,216 @@
+// MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
+// fp32 columns) per block; core s of L takes the tokens [s T / L, (s + 1) T / L).
+//   front end (kernels/qkv/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
+//     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
+//     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
+//   gate / up: per 128-row chunk of I, weights stationary [128 H rows, 128 I], x_t moving
+//     [128 H rows, block tokens] -> [I rows, 512 tokens] in one bank; all H subtiles of gate, then
+//     of up, so one bank each suffices: act(gate) runs on Scalar while up accumulates, act * up on
+//     Vector while the next chunk's gate does; h^T [I rows, I chunks, block tokens];
+//   down: per 512-column bank of H and I chunk, one moving weight chunk [128 I rows, 512] is used
+//     by the block's four tiles (stationary h^T [128 I rows, 128 tokens]) into four banks, so
+//     down_w streams once per block; each tile's bank is evicted (+ down bias) and stored.
+// PSUM: 2 banks for the front end's transposes, 2 for gate / up, 4 for down: all 8.
+// Every weight streams once per block of 512 tokens through one WeightStream ring; the front end
+// of the next block (loads, residual add, norm) is issued early so it runs on the DMA queues,
+// Scalar and Vector while the PE works on this block; its PE transposes follow this block's down.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "kernels/common/tiling.h"
+#include "kernels/mlp/gate_up.h"
+#include "kernels/mlp/variants.h"
+#include "kernels/mlp/weights.h"
+#include "kernels/qkv/cte_prologue.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::kernels {
+namespace {
+
+struct Block {
+  int64_t r0 = 0, rows = 0;  // token rows [r0, r0 + rows)
+};
+
+class CteProgram {
+ public:
+  CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
+             const MlpResult& result);
+  void Run();
+
+ private:
+  int64_t TileRows(const Block& b, int64_t i) const {
+    return std::min(cfg_.partitions, b.rows - i * cfg_.partitions);
+  }
+  void Load(const Block& b);
+  void Prepare(const Block& b);
+  void Transpose(const Block& b);
+  void GateUp(const Block& b, const Block* next);
+  void Accumulate(const Tile& acc, const Block& b, int64_t c);
+  void Down(const Block& b);
+  Tile Next() { return stream_->Get(next_); }
+  void Release() { stream_->Release(next_++); }
+
+  NeuronCore& core_;
+  const MlpConfig& cfg_;
+  const MlpParams& p_;
+  const MlpResult& result_;
+  const QkvConfig pcfg_;
+  const QkvParams pparams_;
+  int64_t block_tiles_;
+  std::vector<Block> blocks_;
+  std::unique_ptr<CtePrologue> prologue_;
+  std::unique_ptr<kernels::GateUp> gate_up_;
+  std::unique_ptr<DownTerms> down_terms_;
+  Tile x_t_;  // [P, H / P, block tokens] compute dtype
+  Tile h_t_;  // [P, I chunks, block tokens] compute dtype
+  Tile acc_gate_, acc_up_;  // [P, block tokens] PSUM
+  std::vector<Tile> acc_down_;  // per tile of a block: [P, bank] PSUM
+  std::vector<Tile> out_;       // per tile of a block: [P, bank] I/O dtype
+  std::vector<TensorView> chunks_;  // one block's weight chunks, in consumption order
+  int64_t per_block_ = 0;           // chunks per block
+  std::unique_ptr<WeightStream> stream_;
+  int64_t next_ = 0;
+  int evictions_ = 0;
+};
+
+CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
+                       const MlpResult& result)
+    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), pcfg_(PrologueConfig(cfg)),
+      pparams_(PrologueParams(p)),
+      block_tiles_(std::max<int64_t>(1, cfg.bank_cols / cfg.partitions)) {
+  const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
+  const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
+  const int64_t step = block_tiles_ * cfg.partitions;
+  for (int64_t r = r0; r < r1; r += step) blocks_.push_back({r, std::min(step, r1 - r)});
+}
+
+void CteProgram::Load(const Block& b) {
+  for (int64_t i = 0; i * cfg_.partitions < b.rows; ++i) {
+    prologue_->Load(static_cast<int>(i), b.r0 + i * cfg_.partitions, TileRows(b, i));
+  }
+}
+
+void CteProgram::Prepare(const Block& b) {
+  for (int64_t i = 0; i * cfg_.partitions < b.rows; ++i) prologue_->Prepare(static_cast<int>(i));
+}
+
+void CteProgram::Transpose(const Block& b) {
+  const int64_t np = cfg_.partitions;
+  for (int64_t i = 0; i * np < b.rows; ++i) {
+    prologue_->Transpose(static_cast<int>(i), x_t_.slice(2, i * np, i * np + TileRows(b, i)));
+  }
+}
+
+// acc[:rows_c, :tokens] = sum over H subtiles j of W[:, j, chunk c]^T x_t[:, j, :], the next
+// chunks of the stream.
+void CteProgram::Accumulate(const Tile& acc, const Block& b, int64_t c) {
+  const int64_t subtiles = cfg_.h / cfg_.partitions, rows = cfg_.i_rows(c);
+  const Tile dst = acc.slice(0, 0, rows).slice(1, 0, b.rows);
+  for (int64_t j = 0; j < subtiles; Release()) {
+    const Tile w = Next();
+    for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
+      nisa::nc_matmul(dst, w.select(1, jj), x_t_.select(1, j).slice(1, 0, b.rows),
+                      {.accumulate = j > 0});
+    }
+  }
+}
+
+void CteProgram::GateUp(const Block& b, const Block* next) {
+  for (int64_t c = 0; c < cfg_.i_chunks(); ++c) {
+    const int64_t rows = cfg_.i_rows(c);
+    Accumulate(acc_gate_, b, c);
+    Accumulate(acc_up_, b, c);
+    gate_up_->Apply(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows),
+                    acc_gate_.slice(0, 0, rows).slice(1, 0, b.rows),
+                    acc_up_.slice(0, 0, rows).slice(1, 0, b.rows), c);
+    // The next block's residual add and norm go on Scalar / Vector after this block's first
+    // activation, so they run under this block's matmuls.
+    if (c == 0 && next != nullptr) Prepare(*next);
+  }
+}
+
+void CteProgram::Down(const Block& b) {
+  const int64_t np = cfg_.partitions, tiles = (b.rows + np - 1) / np;
+  const TensorView out = result_.output.reshape({cfg_.tokens, cfg_.h});
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
+    const int64_t width = std::min(cfg_.bank_cols, cfg_.h - h0);
+    for (int64_t c = 0; c < cfg_.i_chunks(); Release()) {
+      const Tile w = Next();
+      for (int64_t q = 0; q < w.free_shape()[0]; ++q, ++c) {
+        const Tile stationary = h_t_.select(1, c).slice(0, 0, w.partitions());
+        for (int64_t i = 0; i < tiles; ++i) {
+          const int64_t n = TileRows(b, i);
+          nisa::nc_matmul(acc_down_[i].slice(0, 0, n).slice(1, 0, width),
+                          stationary.slice(1, i * np, i * np + n), w.select(1, q),
+                          {.accumulate = c > 0});
+        }
+      }
+    }
+    for (int64_t i = 0; i < tiles; ++i) {
+      const int64_t n = TileRows(b, i), r0 = b.r0 + i * np;
+      const Tile dst = out_[i].slice(0, 0, n).slice(1, 0, width);
+      Evict(dst, acc_down_[i].slice(0, 0, n).slice(1, 0, width), down_terms_->Cut(n, h0, width),
+            evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
+      StoreInPieces(out.slice(0, r0, r0 + n).slice(1, h0, h0 + width), dst);
+    }
+  }
+}
+
+void CteProgram::Run() {
+  if (blocks_.empty()) return;
+  const int64_t np = cfg_.partitions, tokens = block_tiles_ * np;
+  prologue_ = std::make_unique<CtePrologue>(core_, pcfg_, pparams_, static_cast<int>(block_tiles_));
+  if (p_.store_fused_hidden) prologue_->StoreFusedHidden(result_.fused_hidden);
+  x_t_ = core_.AllocateSbuf("x_t", {np, cfg_.h / np, tokens}, cfg_.compute_dtype);
+  h_t_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), tokens}, cfg_.compute_dtype);
+  acc_gate_ = core_.AllocatePsum("gate_acc", {np, tokens});
+  acc_up_ = core_.AllocatePsum("up_acc", {np, tokens});
+  for (int64_t i = 0; i < block_tiles_; ++i) {
+    acc_down_.push_back(core_.AllocatePsum("down_acc", {np, cfg_.bank_cols}));
+    out_.push_back(core_.AllocateSbuf("mlp_out", {np, cfg_.bank_cols}, cfg_.io_dtype));
+  }
+  gate_up_ = std::make_unique<kernels::GateUp>(core_, cfg_, p_, tokens);
+  down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, np);
+
+  // One block's chunks: gate and up of each I chunk, then down bank by bank.
+  const TensorView g = p_.gate_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
+  const TensorView u = p_.up_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
+  for (int64_t c = 0; c < cfg_.i_chunks(); ++c) {
+    const int64_t c0 = c * np, c1 = c0 + cfg_.i_rows(c);
+    AppendGateUpChunks(g, c0, c1, cfg_, core_.profile(), &chunks_);
+    AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
+  }
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+                     &chunks_);
+  }
+  per_block_ = static_cast<int64_t>(chunks_.size());
+
+  Load(blocks_[0]);  // the first rows go ahead of the weights on the HBM port
+  const DType wdt = cfg_.matmul_weight_dtype();
+  const int64_t slot = LargestChunkElements(chunks_);
+  const int64_t n = per_block_ * static_cast<int64_t>(blocks_.size());
+  stream_ = std::make_unique<WeightStream>(
+      core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
+      [this](int64_t k) { return chunks_[static_cast<size_t>(k % per_block_)]; });
+  stream_->Start();
+  Prepare(blocks_[0]);
+  Transpose(blocks_[0]);
+  for (size_t k = 0; k < blocks_.size(); ++k) {
+    const Block* next = k + 1 < blocks_.size() ? &blocks_[k + 1] : nullptr;
+    if (next != nullptr) Load(*next);  // waits for this block's transposes to read the rows
+    GateUp(blocks_[k], next);
+    Down(blocks_[k]);
+    if (next != nullptr) Transpose(*next);
+  }
+}
+
+}  // namespace
+
+void MlpCteKernel(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& params,
+                  const MlpResult& result) {
+  CteProgram(ctx, cfg, params, result).Run();
+}
+
+}  // namespace nkisim::kernels

@@ -1,0 +1,154 @@
+// The MLP kernels against the fp64 golden on a small grid (the big shapes are mlp_slow_test.cc):
+// TKG at B*S 1, 4, 32, 96 and CTE at S 128 and 512 with H 4096, I 448 / 896; LNC 1 and 2; bf16
+// and fp32; fp8 STATIC and ROW in TKG; each activation, both norms, biases, the residual and its
+// store. Then LNC 1 against LNC 2, timing-only against functional, and where the time goes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+
+#include "runtime/sim_mode.h"
+#include "tests/kernels/mlp/mlp_test_util.h"
+
+namespace nkisim::kernels::testing {
+namespace {
+
+constexpr DType kBf16 = DType::kBFloat16;
+constexpr DType kFp32 = DType::kFloat32;
+constexpr QuantizationType kNone = QuantizationType::kNone;
+
+MlpTestCase With(MlpTestCase c, void (*edit)(MlpCaseOptions&)) {
+  edit(c.options);
+  return c;
+}
+
+TEST_P(MlpCaseTest, MatchesGolden) { ExpectMatchesGolden(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Tkg, MlpCaseTest,
+    ::testing::Values(
+        Tkg("t1_lnc2", 1, 4096, 448), Tkg("t4_lnc1", 4, 4096, 448, 1),
+        Tkg("t32_fp32", 32, 4096, 448, 2, kFp32), Tkg("t96_i896", 96, 4096, 896),
+        Tkg("t4_static", 4, 4096, 448, 2, kBf16, QuantizationType::kStatic),
+        Tkg("t32_row_lnc1", 32, 4096, 448, 1, kBf16, QuantizationType::kRow),
+        Tkg("t96_row", 96, 4096, 896, 2, kBf16, QuantizationType::kRow),
+        With(Tkg("t4_static_biases", 4, 4096, 448, 2, kBf16, QuantizationType::kStatic),
+             [](MlpCaseOptions& o) { o.bias = true; }),
+        With(Tkg("t32_residual_split_norm", 32, 4096, 448),
+             [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
+        With(Tkg("t8_layernorm_gelu_biases", 8, 4096, 448), [](MlpCaseOptions& o) {
+          o.norm = NormType::kLayerNorm;
+          o.norm_bias = o.bias = true;
+          o.act = MlpActivation::kGelu;
+        }),
+        With(Tkg("t4_no_norm_relu_fp32", 4, 4096, 448, 1, kFp32), [](MlpCaseOptions& o) {
+          o.norm = NormType::kNoNorm;
+          o.act = MlpActivation::kRelu;
+        })),
+    CaseName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Cte, MlpCaseTest,
+    ::testing::Values(
+        Cte("s128_lnc2", 128, 4096, 448), Cte("s512_lnc1_i896", 512, 4096, 896, 1),
+        Cte("s512_fp32", 512, 4096, 448, 2, kFp32),
+        With(Cte("s200_residual_fp32", 200, 4096, 448, 2, kFp32),
+             [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
+        With(Cte("s640_layernorm_gelu_biases", 640, 4096, 896), [](MlpCaseOptions& o) {
+          o.norm = NormType::kLayerNorm;
+          o.norm_bias = o.bias = true;
+          o.act = MlpActivation::kGelu;
+        }),
+        With(Cte("s128_auto_b4_s32_no_norm_relu", 32, 4096, 448), [](MlpCaseOptions& o) {
+          o.b = 4;  // B * S = 128 > 96: the dispatcher picks CTE
+          o.variant = MlpVariant::kAuto;
+          o.norm = NormType::kNoNorm;
+          o.act = MlpActivation::kRelu;
+        })),
+    CaseName);
+
+TEST(MlpDispatchTest, TkgUpToNinetySixTokensCteAbove) {
+  MlpParams p;
+  p.hidden = TensorView::Create({4, 24, 128}, kBf16, "h");
+  EXPECT_EQ(DispatchMlp(p).variant, MlpVariant::kTkg);
+  p.hidden = TensorView::Create({97, 1, 128}, kBf16, "h");
+  EXPECT_EQ(DispatchMlp(p).variant, MlpVariant::kCte);
+  EXPECT_EQ(DispatchMlp(p).reason, "B * S = 97 > 96");
+}
+
+TEST(MlpLncTest, OneAndTwoCoresAgreeWithinTolerance) {
+  for (MlpTestCase two : {Tkg("tkg", 32, 4096, 896), Cte("cte", 256, 4096, 448)}) {
+    MlpTestCase one = two;
+    one.lnc = 1;
+    const MlpParams params = MakeMlpCase(two.options);
+    const std::vector<float> a = RunCase(one, params).result.output.ToFloats();
+    const std::vector<float> b = RunCase(two, params).result.output.ToFloats();
+    const reference::Comparison cmp = reference::Compare(b, a, {1e-5, 2e-2});
+    std::cout << "    " << two.name << " LNC 2 vs LNC 1: " << cmp.ToString() << "\n";
+    EXPECT_TRUE(cmp.pass()) << two.name << ": " << cmp.ToString();
+  }
+}
+
+TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
+  const MlpRun tkg = RunCase(Tkg("tkg", 8, 4096, 896));  // 2 blocks of 512 columns, no split norm
+  int64_t sends = 0, bytes = 0;
+  for (const InstructionRecord& r : tkg.lnc->core(0).timeline().records()) {
+    if (std::string(r.name) == "sendrecv") {
+      ++sends;
+      bytes += r.bytes;
+    }
+  }
+  EXPECT_EQ(sends, 2);
+  EXPECT_EQ(bytes, 2 * 896 / 128 * 128 * 8 * 4) << "fp32 gate and up partials [I, B*S]";
+  const MlpRun cte = RunCase(Cte("cte", 256, 4096, 448));
+  for (int c = 0; c < 2; ++c) {
+    for (const InstructionRecord& r : cte.lnc->core(c).timeline().records()) {
+      EXPECT_NE(std::string(r.name), "sendrecv");
+    }
+  }
+}
+
+TEST(MlpTimingOnlyTest, SameSimulatedTimeAsFunctional) {
+  for (const MlpTestCase& c : {Tkg("tkg", 32, 4096, 896, 2, kBf16, QuantizationType::kRow),
+                               Cte("cte", 256, 4096, 448)}) {
+    const double functional = RunCase(c).sim_ns;
+    ScopedSimMode timing(SimMode::kTimingOnly);
+    EXPECT_EQ(RunCase(c).sim_ns, functional) << c.name;
+  }
+}
+
+// Decode is HBM-bound: within 1.25x of the stream floor (the HBM bound plus the two fixed DMA
+// costs no stream hides, always above the bound) at B*S <= 32.
+TEST(MlpRooflineTest, TkgWithinOneQuarterOfTheStreamFloor) {
+  ScopedSimMode timing(SimMode::kTimingOnly);
+  for (const MlpTestCase& c : {Tkg("t1", 1, 4096, 896), Tkg("t32", 32, 4096, 896),
+                               Tkg("t32_lnc1", 32, 4096, 3584, 1),
+                               Tkg("t4_8192", 4, 8192, 3584)}) {
+    const MlpRun run = RunCase(c);
+    const Roofline r = RooflineOf(run);
+    std::cout << "    " << c.name << ": " << run.sim_ns << " ns = " << run.sim_ns / r.hbm_ns
+              << "x the HBM bound, " << run.sim_ns / r.stream_floor_ns << "x the stream floor\n";
+    EXPECT_GT(r.hbm_ns, r.pe_ns) << c.name;
+    EXPECT_LE(run.sim_ns, 1.25 * r.stream_floor_ns) << c.name;
+  }
+}
+
+// Prefill at S 2048 is PE-bound: within 1.25x of the PE bound, or of the engine floor (the
+// busiest engine's instruction time, which no schedule beats) where that is higher.
+TEST(MlpRooflineTest, CteAt2048WithinOneQuarterOfThePeBoundOrEngineFloor) {
+  ScopedSimMode timing(SimMode::kTimingOnly);
+  for (const MlpTestCase& c : {Cte("s2048", 2048, 4096, 3584), Cte("s2048_i896", 2048, 4096, 896),
+                               Cte("s2048_lnc1", 2048, 4096, 896, 1)}) {
+    const MlpRun run = RunCase(c);
+    const Roofline r = RooflineOf(run);
+    std::cout << "    " << c.name << ": " << run.sim_ns << " ns = " << run.sim_ns / r.pe_ns
+              << "x the PE bound; engine floor " << r.engine_floor_ns / r.pe_ns << "x the bound, "
+              << run.sim_ns / r.engine_floor_ns << "x the floor\n";
+    EXPECT_GT(r.pe_ns, r.hbm_ns) << c.name;
+    EXPECT_LE(run.sim_ns, 1.25 * std::max(r.pe_ns, r.engine_floor_ns)) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace nkisim::kernels::testing
