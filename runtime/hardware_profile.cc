@@ -46,6 +46,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"scalar_freq_ghz", p.scalar_freq_ghz()}, {"scalar_elems_per_cycle", p.scalar_elems_per_cycle()},
       {"gpsimd_freq_ghz", p.gpsimd_freq_ghz()}, {"gpsimd_elems_per_cycle", p.gpsimd_elems_per_cycle()},
       {"hbm_gbps_per_core", p.hbm_gbps_per_core()}, {"dma_queue_gbps", p.dma_queue_gbps()},
+      {"hbm_bytes_per_chip", static_cast<double>(p.hbm_bytes_per_chip())},
       {"dma_queues", static_cast<double>(p.dma_queues())},
       {"core_link_gbps", p.core_link_gbps()}, {"psum_banks", static_cast<double>(p.psum_banks())},
       {"sbuf_bytes_per_partition", static_cast<double>(p.sbuf_bytes_per_partition())},

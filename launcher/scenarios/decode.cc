@@ -1,16 +1,24 @@
-// The decode workload, one rank's part of one plan, for each of `steps` steps (the cache grows by
-// one token a step; step k's phases are named "qkv[k]" ... when steps > 1):
-//   qkv          QKV TKG with RMSNorm for the rank's Q heads and its KV heads (LNC 2 reduces over
-//                H with sendrecv)
-//   batch_shard  (attention_dp G > 1) attn_q_batch_shard over the G ranks of the rank's
-//                attention-DP group: TP -> TP/G x DP G (G x its heads for B / G rows); when the
-//                group's Q heads use KV heads the rank does not hold, their new K / V rows move
-//                the same way
-//   attention    decode attention per KV head against the rank's cache, this step's K / V
-//                written at the cache's next position
-//   unshard      (G > 1) all_to_all inside the group: back to the rank's heads for all B rows
-//   o_proj       output projection TKG (LNC 2 writes disjoint H halves)
-//   all_reduce   the TP sum of the o_proj partials over the rank's TP group
+// The decode workload, one rank's part of one plan: for each of `steps` steps (the caches grow by
+// one token a step) and each of `layers` decoder layers (layer i's output is layer i + 1's
+// input), the rows of kDecodePhases in order:
+//   qkv             QKV TKG with the layer's input norm for the rank's Q heads and its KV heads
+//                   (LNC 2 reduces over H with sendrecv)
+//   batch_shard     (attention_dp G > 1) attn_q_batch_shard over the G ranks of the rank's
+//                   attention-DP group: TP -> TP/G x DP G (G x its heads for B / G rows); when the
+//                   group's Q heads use KV heads the rank does not hold, their new K / V rows move
+//                   the same way
+//   attention       decode attention per KV head against the rank's cache of the layer, this
+//                   step's K / V written at the cache's next position
+//   unshard         (G > 1) all_to_all inside the group: back to the rank's heads for all B rows
+//   o_proj          output projection TKG (LNC 2 writes disjoint H halves)
+//   all_reduce      the TP sum of the o_proj partials over the rank's TP group
+//   mlp             the MLP TKG: residual add (layer input + attention) stored as the residual
+//                   stream, the layer's second norm, gate / up / down over the rank's I / tp
+//   mlp_all_reduce  the TP sum of the MLP partials
+//   residual        the layer's output: the residual stream + the MLP's sum
+// (the last three not with attention_only). Phases are named "qkv", "qkv.L2" (layer 2 of
+// several), "qkv[3]" (step 3 of several), "qkv.L2[3]". Each is checked against its plain
+// reference applied to that phase's inputs.
 #include <algorithm>
 #include <cstring>
 #include <tuple>
@@ -19,9 +27,12 @@
 #include "collectives/batch_shard.h"
 #include "collectives/collectives.h"
 #include "kernels/attention/attention_tkg.h"
+#include "kernels/common/residual_add.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/output_projection/output_projection_tkg.h"
 #include "kernels/qkv/qkv.h"
 #include "kernels/reference/attention_ref.h"
+#include "kernels/reference/mlp_ref.h"
 #include "kernels/reference/output_projection_ref.h"
 #include "kernels/reference/qkv_ref.h"
 #include "launcher/scenarios/workload.h"
@@ -33,213 +44,335 @@ namespace {
 
 using collectives::GroupComm;
 
-std::string StepPhase(const char* phase, int step, int steps) {
-  return steps == 1 ? std::string(phase) : StrCat(phase, "[", step + 1, "]");
+// What every phase of this rank's plan needs, worked out once.
+struct DecodeRank {
+  PlanRun& run;
+  int64_t h = 0, nkv = 0, d = 0, b = 0, cached = 0, capacity = 0;
+  int steps = 1, layers = 1, rank = 0, replica = 0;
+  int64_t hpr = 0, kvr = 0, qpk = 0, kv0 = 0, g = 1, rows = 0;
+  bool dp = false, mlp = true;
+  DType dt = DType::kBFloat16;
+  const GroupComm* dpg = nullptr;
+  int64_t gpos = 0, row0 = 0, cache_rows = 0;
+  int group_first = 0;
+  int64_t att_q0 = 0, att_nq = 0;  // the Q heads the rank attends: its group's
+  std::vector<int> kv_heads;       // ... and their KV heads
+  bool exchange_kv = false;        // does the group attend KV heads the rank does not hold?
+  TensorView iota;
+  std::vector<std::vector<TensorView>> k_cache, v_cache;  // [layer][kv_heads index]
+
+  LogicalCore& lnc() const { return run.ctx.lnc(); }
+};
+
+// One layer of one step: what the phases hand on to each other.
+struct DecodeState {
+  int layer = 0, step = 0;
+  int64_t t_now = 0;  // tokens attended this step, its own included
+  TensorView x;       // the layer's input [B, 1, H]
+  TensorView qkv_out, q, kv_part, q_att, kv_att, attention, heads_rows, partial;
+  TensorView attention_sum, fused_hidden, mlp_partial, mlp_sum, out;
+};
+
+bool Always(const DecodeRank&) { return true; }
+bool BatchSharded(const DecodeRank& r) { return r.dp; }
+bool WithMlp(const DecodeRank& r) { return r.mlp; }
+
+// 1. QKV: [hpr + 2 kvr, B, 1, d] = the Q heads, then K and V of the KV heads (NBSd).
+PhaseOutput QkvPhase(DecodeRank& r, DecodeState& st) {
+  const kernels::QkvParams qkv = RankQkvParams(r.run, st.layer, st.x);
+  st.qkv_out = kernels::Qkv(r.lnc(), qkv).output;
+  st.q = st.qkv_out.slice(0, 0, r.hpr);
+  st.kv_part = st.qkv_out.slice(0, r.hpr, r.hpr + 2 * r.kvr);
+  st.q_att = st.q.reshape({r.hpr, r.b, r.d});
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  std::vector<double>* cached = st.layer == 0 ? &r.run.shared.qkv_golden[st.step] : nullptr;
+  if (cached != nullptr && !cached->empty()) return PhaseOutput{st.qkv_out.ToFloats(), *cached, {}};
+  std::vector<double> golden = AsDoubles(reference::QkvReference(qkv).output);
+  if (cached != nullptr) *cached = golden;  // layer 0's input is the same in every plan
+  return PhaseOutput{st.qkv_out.ToFloats(), std::move(golden), {}};
+}
+
+// 2. TP -> TP/G x DP G: G x hpr heads for B / G rows (and the new K / V rows it lacks).
+PhaseOutput BatchShardPhase(DecodeRank& r, DecodeState& st) {
+  PhaseOutput out;
+  auto shard = [&](const TensorView& input, int64_t heads, const char* name) {
+    TensorView gathered = TensorView::Create({r.g, heads, r.b, 1, r.d}, r.dt, name);
+    TensorView result = collectives::attn_q_batch_shard(r.run.ctx, input, r.iota, gathered,
+                                                        static_cast<int>(r.g), *r.dpg)
+                            .reshape({r.g * heads, r.rows, r.d});
+    if (!Functional()) return result;  // timing-only: nothing to check
+    const std::vector<std::byte> all = RawGather(*r.dpg, input);  // [G][heads][B][d]
+    for (int64_t j = 0; j < r.g * heads; ++j) {
+      for (int64_t i = 0; i < r.rows * r.d; ++i) {
+        out.golden.push_back(ElementAt(all, r.dt, (j * r.b + r.row0) * r.d + i));
+      }
+    }
+    const std::vector<float> actual = result.ToFloats();
+    out.actual.insert(out.actual.end(), actual.begin(), actual.end());
+    return result;
+  };
+  st.q_att = shard(st.q, r.hpr, "gathered_q");
+  if (r.exchange_kv) st.kv_att = shard(st.kv_part, 2 * r.kvr, "gathered_kv");
+  return out;
+}
+
+// This step's K and V rows [cache_rows, d] of KV head kv: the rank's own, or (G > 1) those the
+// batch shard brought from the group member holding kv.
+std::pair<TensorView, TensorView> NewKv(const DecodeRank& r, const DecodeState& st, int64_t kv) {
+  if (kv >= r.kv0 && kv < r.kv0 + r.kvr) {
+    auto row = [&](int64_t head) {
+      return st.kv_part.select(0, head).select(1, 0).slice(0, r.row0, r.row0 + r.cache_rows);
+    };
+    return {row(kv - r.kv0), row(r.kvr + kv - r.kv0)};
+  }
+  const ResolvedPlan& plan = r.run.plan;
+  int64_t j = 0;  // the group member holding kv
+  while (plan.first_kv_head(r.group_first + static_cast<int>(j)) + r.kvr <= kv) ++j;
+  const int64_t base = j * 2 * r.kvr + (kv - plan.first_kv_head(r.group_first + static_cast<int>(j)));
+  return {st.kv_att.select(0, base), st.kv_att.select(0, base + r.kvr)};
+}
+
+// The append is a copy: position t_now - 1 of both caches must now hold this step's rows bit for
+// bit (the golden reads the caches the next steps read).
+void CheckAppend(const TensorView& k_now, const TensorView& v_now, const TensorView& new_k,
+                 const TensorView& new_v, int64_t kv, int64_t position) {
+  for (const auto& [cached, fresh, what] :
+       {std::tuple{k_now, new_k, "K"}, std::tuple{v_now, new_v, "V"}}) {
+    const std::vector<float> a = cached.ToFloats(), e = fresh.ToFloats();
+    for (size_t j = 0; j < e.size(); ++j) {
+      if (std::memcmp(&a[j], &e[j], sizeof(float)) != 0) {
+        Raise(ErrorCode::kInternal,
+              StrCat("attention: KV head ", kv, ": the kernel's append left ", a[j], " at element ",
+                     j, " of ", what, " cache position ", position, " where this step's row holds ",
+                     e[j]));
+      }
+    }
+  }
+}
+
+// 3. Attention per KV head; the kernel appends this step's K / V rows at position t_now - 1.
+PhaseOutput AttentionPhase(DecodeRank& r, DecodeState& st) {
+  st.attention = TensorView::Create({r.att_nq, r.cache_rows, r.d}, r.dt, "attention_out");
+  std::vector<TensorView>& k_cache = r.k_cache[st.layer];
+  std::vector<TensorView>& v_cache = r.v_cache[st.layer];
+  std::vector<double> golden;
+  for (size_t i = 0; i < r.kv_heads.size(); ++i) {
+    const int64_t kv = r.kv_heads[i];
+    const auto [new_k, new_v] = NewKv(r, st, kv);
+    const int64_t lo = std::max(r.att_q0, kv * r.qpk) - r.att_q0;
+    const int64_t hi = std::min(r.att_q0 + r.att_nq, (kv + 1) * r.qpk) - r.att_q0;
+    const kernels::AttentionTkgParams params{st.q_att.slice(0, lo, hi),
+                                             k_cache[i].slice(2, 0, st.t_now),
+                                             v_cache[i].slice(1, 0, st.t_now), new_k, new_v};
+    kernels::AttentionTkgInto(r.lnc(), params, st.attention.slice(0, lo, hi));
+    if (!Functional()) continue;  // timing-only: nothing to check
+    CheckAppend(k_cache[i].select(2, st.t_now - 1), v_cache[i].select(1, st.t_now - 1), new_k,
+                new_v, kv, st.t_now - 1);
+    const std::vector<double> ref = reference::AttentionTkgRef(params.q, params.k_cache, params.v_cache);
+    golden.insert(golden.end(), ref.begin(), ref.end());
+  }
+  st.heads_rows = st.attention;  // G = 1: already [hpr, B, d]
+  if (!Functional()) return PhaseOutput{};
+  return PhaseOutput{st.attention.ToFloats(), std::move(golden), {}};
+}
+
+// 4. TP/G x DP G -> TP: the rank's heads for all B rows, [G (row blocks), hpr, rows, d].
+PhaseOutput UnshardPhase(DecodeRank& r, DecodeState& st) {
+  st.heads_rows = TensorView::Create({r.g, r.hpr * r.rows * r.d}, r.dt, "unshard_out");
+  collectives::all_to_all(r.run.ctx, *r.dpg, st.attention.reshape({r.g, r.hpr * r.rows * r.d}),
+                          st.heads_rows);
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  const std::vector<std::byte> all = RawGather(*r.dpg, st.attention);  // [member][G hpr][rows][d]
+  std::vector<double> golden;
+  for (int64_t i = 0; i < r.g; ++i) {
+    for (int64_t k = 0; k < r.hpr * r.rows * r.d; ++k) {
+      golden.push_back(ElementAt(all, r.dt, (i * r.g * r.hpr + r.gpos * r.hpr) * r.rows * r.d + k));
+    }
+  }
+  return PhaseOutput{st.heads_rows.ToFloats(), std::move(golden), {}};
+}
+
+// 5. o_proj TKG: attention [D, B, N = hpr, S = 1] @ the W_o rows of the heads -> [B, H].
+PhaseOutput OprojPhase(DecodeRank& r, DecodeState& st) {
+  TensorView attention_dbns = TensorView::Create({r.d, r.b, r.hpr, 1}, r.dt, "attention_dbns");
+  if (r.dp) {
+    DmaOnCore0(r.lnc(), attention_dbns.reshape({r.d, r.g, r.rows, r.hpr}),
+               st.heads_rows.reshape({r.g, r.hpr, r.rows, r.d}).permute({3, 0, 2, 1}));
+  } else {
+    DmaOnCore0(r.lnc(), attention_dbns.reshape({r.d, r.b, r.hpr}), st.heads_rows.permute({2, 1, 0}));
+  }
+  kernels::OutputProjectionTkgParams params;
+  params.attention = attention_dbns;
+  params.weight = r.run.shared.layers[st.layer].w_o;
+  st.partial = kernels::OutputProjectionTkg(r.lnc(), params);
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  reference::OprojRefInputs ref;
+  ref.weight = params.weight;
+  return PhaseOutput{st.partial.ToFloats(),
+                     AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref)), {}};
+}
+
+bool LastLayer(const DecodeRank& r, const DecodeState& st) { return st.layer + 1 == r.layers; }
+
+// 6. The TP sum of the o_proj partials; with attention_only it is the layer's output.
+PhaseOutput AllReducePhase(DecodeRank& r, DecodeState& st) {
+  CheckedSum sum = TpAllReduce(r.run, st.partial, "o_proj_total", !r.mlp && LastLayer(r, st), st.step);
+  st.attention_sum = sum.total.reshape({r.b, 1, r.h});
+  st.out = st.attention_sum;
+  return std::move(sum.output);
+}
+
+// 7. MLP TKG: x + attention stored as the residual stream, norm, gate / up / down -> [B, 1, H].
+PhaseOutput MlpPhase(DecodeRank& r, DecodeState& st) {
+  const kernels::MlpParams params = RankMlpParams(r.run, st.layer, st.attention_sum, st.x);
+  const kernels::MlpResult result = kernels::Mlp(r.lnc(), params);
+  st.mlp_partial = result.output;
+  st.fused_hidden = result.fused_hidden;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  const reference::MlpGolden golden = reference::MlpReference(params);
+  PhaseOutput out{st.mlp_partial.ToFloats(), AsDoubles(golden.output), {}};
+  const std::vector<float> fused = st.fused_hidden.ToFloats();
+  out.actual.insert(out.actual.end(), fused.begin(), fused.end());
+  out.golden.insert(out.golden.end(), golden.fused_hidden.begin(), golden.fused_hidden.end());
+  return out;
+}
+
+// 8. The TP sum of the MLP partials.
+PhaseOutput MlpAllReducePhase(DecodeRank& r, DecodeState& st) {
+  CheckedSum sum = TpAllReduce(r.run, st.mlp_partial, "mlp_total", false, st.step);
+  st.mlp_sum = sum.total;
+  return std::move(sum.output);
+}
+
+// 9. The layer's output: residual stream + MLP sum, on the rank's core (every rank holds it).
+PhaseOutput ResidualPhase(DecodeRank& r, DecodeState& st) {
+  st.out = TensorView::Create({r.b, 1, r.h}, r.dt, "layer_out");
+  const auto flat = [&](const TensorView& t) { return t.reshape({r.b, r.h}); };
+  kernels::ResidualAdd(r.lnc(), flat(st.fused_hidden), flat(st.mlp_sum), flat(st.out));
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  const std::vector<float> a = st.fused_hidden.ToFloats(), m = st.mlp_sum.ToFloats();
+  std::vector<double> golden(a.size());
+  for (size_t i = 0; i < a.size(); ++i) golden[i] = static_cast<double>(a[i]) + m[i];
+  std::vector<float> actual = st.out.ToFloats();
+  if (LastLayer(r, st)) {
+    RecordLayerSample(r.run.result, r.run.plan.name, r.replica, st.step, r.b * r.h, 0, actual);
+  }
+  return PhaseOutput{std::move(actual), std::move(golden), {}};
+}
+
+struct DecodePhase {
+  const char* name;
+  bool (*applies)(const DecodeRank&);
+  PhaseOutput (*run)(DecodeRank&, DecodeState&);
+};
+
+constexpr DecodePhase kDecodePhases[] = {
+    {"qkv", Always, QkvPhase},
+    {"batch_shard", BatchSharded, BatchShardPhase},
+    {"attention", Always, AttentionPhase},
+    {"unshard", BatchSharded, UnshardPhase},
+    {"o_proj", Always, OprojPhase},
+    {"all_reduce", Always, AllReducePhase},
+    {"mlp", WithMlp, MlpPhase},
+    {"mlp_all_reduce", WithMlp, MlpAllReducePhase},
+    {"residual", WithMlp, ResidualPhase},
+};
+
+DecodeRank Prepare(PlanRun& run) {
+  const ResolvedScenario& sc = run.scenario;
+  const ResolvedPlan& plan = run.plan;
+  const proto::ModelShape& m = sc.spec.model();
+  DecodeRank r{run};
+  r.h = m.hidden();
+  r.nkv = m.n_kv_heads();
+  r.d = m.d_head();
+  r.b = sc.spec.batch();
+  r.cached = sc.spec.kv_length();
+  r.steps = static_cast<int>(sc.spec.steps());
+  r.layers = static_cast<int>(std::max(1u, sc.spec.layers()));
+  r.capacity = r.cached + r.steps;
+  r.rank = run.ctx.rank();
+  r.replica = plan.replica(r.rank);
+  r.hpr = plan.heads_per_rank;
+  r.kvr = plan.kv_per_rank;
+  r.qpk = plan.q_per_kv;
+  r.kv0 = plan.first_kv_head(r.rank);
+  r.g = plan.attention_dp;
+  r.rows = r.b / r.g;
+  r.dp = r.g > 1;
+  r.mlp = !sc.spec.attention_only();
+  r.dt = sc.dtype;
+  r.dpg = r.dp ? &run.ctx.group(kAttentionDpGroups) : nullptr;
+  r.gpos = r.dp ? r.dpg->position : 0;
+  r.row0 = r.gpos * r.rows;
+  r.cache_rows = r.dp ? r.rows : r.b;
+  r.group_first = r.rank - static_cast<int>(r.gpos);
+  r.att_q0 = plan.first_q_head(r.group_first);
+  r.att_nq = r.g * r.hpr;
+  r.kv_heads = plan.group_kv_heads(r.rank);
+  r.exchange_kv = std::any_of(r.kv_heads.begin(), r.kv_heads.end(),
+                              [&](int kv) { return kv < r.kv0 || kv >= r.kv0 + r.kvr; });
+  if (r.dp) {
+    r.iota = TensorView::Create({1, run.ctx.world_size()}, DType::kInt32, "iota_workers");
+    for (int k = 0; k < run.ctx.world_size(); ++k) {
+      r.iota.set({0, k}, static_cast<float>(plan.topology.iota_workers[k]));
+    }
+  }
+  return r;
+}
+
+// The caches of the KV heads this rank attends, for its rows, one pair per layer: K [rows, d, T]
+// with the head dim on the partitions, V [rows, T, d] (kernels/attention/attention_tkg.h). Their
+// values are those of one global [replica, B, n_kv, kv_length, d] cache per layer; position
+// kv_length + s is written by step s.
+int64_t MakeCaches(DecodeRank& r) {
+  const uint64_t seed = r.run.scenario.spec.seed();
+  int64_t bytes = 0;
+  r.k_cache.resize(static_cast<size_t>(r.layers));
+  r.v_cache.resize(static_cast<size_t>(r.layers));
+  for (int l = 0; l < r.layers; ++l) {
+    for (int kv : r.kv_heads) {
+      auto global = [&](int64_t row, int64_t t, int64_t k) {
+        return ((((r.replica * r.b) + r.row0 + row) * r.nkv + kv) * r.cached + t) * r.d + k;
+      };
+      // K: row q of the [rows x d, T] view is (batch row q / d, head dim q % d); V: row q of the
+      // [rows x T, d] view is (batch row q / T, token q % T).
+      r.k_cache[l].push_back(Slice(LayerTensorName("k_cache", l), {r.cache_rows, r.d, r.capacity},
+                                   r.dt, seed, -1, 1,
+                                   [&](int64_t q, int64_t t) { return global(q / r.d, t, q % r.d); }));
+      r.v_cache[l].push_back(Slice(LayerTensorName("v_cache", l), {r.cache_rows, r.capacity, r.d},
+                                   r.dt, seed, -1, 1, [&](int64_t q, int64_t k) {
+                                     return global(q / r.capacity, q % r.capacity, k);
+                                   }));
+      bytes += r.k_cache[l].back().size_bytes() + r.v_cache[l].back().size_bytes();
+    }
+  }
+  return bytes;
 }
 
 }  // namespace
 
 ScenarioFootprint RunDecode(PlanRun& run) {
-  const ResolvedScenario& sc = run.scenario;
-  const ResolvedPlan& plan = run.plan;
-  const proto::ModelShape& m = sc.spec.model();
-  const int64_t h = m.hidden(), nkv = m.n_kv_heads(), d = m.d_head();
-  const int64_t b = sc.spec.batch(), cached = sc.spec.kv_length();
-  const int steps = static_cast<int>(sc.spec.steps());
-  const int64_t capacity = cached + steps;
-  const int rank = run.ctx.rank();
-  const int replica = plan.replica(rank);
-  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank, qpk = plan.q_per_kv;
-  const int64_t kv0 = plan.first_kv_head(rank);
-  const int64_t g = plan.attention_dp, rows = b / g;
-  const bool dp = g > 1;
-  const uint64_t seed = sc.spec.seed();
-  const DType dt = sc.dtype;
-  LogicalCore& lnc = run.ctx.lnc();
-  const GroupComm& tp = run.ctx.group(kTpGroups);
-  const GroupComm* dpg = dp ? &run.ctx.group(kAttentionDpGroups) : nullptr;
-  const int64_t gpos = dp ? dpg->position : 0;
-  const int64_t row0 = gpos * rows, cache_rows = dp ? rows : b;
-  const int group_first = rank - static_cast<int>(gpos);
-  // The Q heads this rank attends ([att_q0, att_q0 + att_nq): its group's) and their KV heads.
-  const int64_t att_q0 = plan.first_q_head(group_first), att_nq = g * hpr;
-  const std::vector<int> kv_heads = plan.group_kv_heads(rank);
-
-  MakeSharedInputs(run, /*tokens=*/1, steps);
-  SharedInputs& shared = run.shared;
-  // The caches of the KV heads this rank attends, for its rows: K [rows, d, T] with the head dim
-  // on the partitions, V [rows, T, d] (kernels/attention/attention_tkg.h). Their values are those
-  // of one global [replica, B, n_kv, kv_length, d] cache; position kv_length + s is written by
-  // step s.
-  auto global = [&](int64_t row, int64_t kv, int64_t t, int64_t k) {
-    return ((((replica * b) + row0 + row) * nkv + kv) * cached + t) * d + k;
-  };
-  std::vector<TensorView> k_cache, v_cache;
+  DecodeRank r = Prepare(run);
+  MakeSharedInputs(run, /*tokens=*/1, r.steps);
   ScenarioFootprint footprint;
-  for (int kv : kv_heads) {
-    // K [rows, d, T]: row r of the [rows x d, T] view is (batch row r / d, head dim r % d).
-    k_cache.push_back(Slice("k_cache", {cache_rows, d, capacity}, dt, seed, -1, 1,
-                            [&](int64_t r, int64_t t) { return global(r / d, kv, t, r % d); }));
-    // V [rows, T, d]: row r of the [rows x T, d] view is (batch row r / T, token r % T).
-    v_cache.push_back(Slice("v_cache", {cache_rows, capacity, d}, dt, seed, -1, 1,
-                            [&](int64_t r, int64_t k) { return global(r / capacity, kv, r % capacity, k); }));
-    footprint.kv_cache_bytes += k_cache.back().size_bytes() + v_cache.back().size_bytes();
-  }
-  footprint.weight_bytes = shared.w_qkv.size_bytes() + shared.w_o.size_bytes();
-
-  TensorView iota;
-  if (dp) {
-    iota = TensorView::Create({1, run.ctx.world_size()}, DType::kInt32, "iota_workers");
-    for (int r = 0; r < run.ctx.world_size(); ++r) {
-      iota.set({0, r}, static_cast<float>(plan.topology.iota_workers[r]));
-    }
-  }
-  // Does the group attend KV heads this rank does not hold? Then their new rows are batch-sharded.
-  const bool exchange_kv = std::any_of(kv_heads.begin(), kv_heads.end(),
-                                       [&](int kv) { return kv < kv0 || kv >= kv0 + kvr; });
-
-  for (int s = 0; s < steps; ++s) {
-    const int64_t t_now = cached + s + 1;  // tokens attended this step, its own included
-    // 1. QKV: [hpr + 2 kvr, B, 1, d] = the Q heads, then K and V of the KV heads (NBSd).
-    const kernels::QkvParams qkv = RankQkvParams(run, s);
-    TensorView qkv_out;
-    run.runner.Run(StepPhase("qkv", s, steps), [&] {
-      qkv_out = kernels::Qkv(lnc, qkv).output;
-      if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      if (shared.qkv_golden[s].empty()) {
-        shared.qkv_golden[s] = AsDoubles(reference::QkvReference(qkv).output);
+  footprint.kv_cache_bytes = MakeCaches(r);
+  for (const LayerWeights& w : run.shared.layers) footprint.weight_bytes += w.bytes();
+  for (int s = 0; s < r.steps; ++s) {
+    TensorView x = run.shared.x[static_cast<size_t>(s)];
+    for (int l = 0; l < r.layers; ++l) {
+      DecodeState st;
+      st.layer = l;
+      st.step = s;
+      st.t_now = r.cached + s + 1;
+      st.x = x;
+      for (const DecodePhase& phase : kDecodePhases) {
+        if (!phase.applies(r)) continue;
+        run.runner.Run(PhaseName(phase.name, l, r.layers, s, r.steps),
+                       [&] { return phase.run(r, st); });
       }
-      return PhaseOutput{qkv_out.ToFloats(), shared.qkv_golden[s]};
-    });
-    const TensorView q = qkv_out.slice(0, 0, hpr);              // [hpr, B, 1, d]
-    const TensorView kv_part = qkv_out.slice(0, hpr, hpr + 2 * kvr);  // [2 kvr, B, 1, d]
-
-    // 2. TP -> TP/G x DP G: G x hpr heads for B / G rows (and the new K / V rows it lacks).
-    TensorView q_att = q.reshape({hpr, b, d}), kv_att;
-    if (dp) {
-      run.runner.Run(StepPhase("batch_shard", s, steps), [&] {
-        PhaseOutput out;
-        auto shard = [&](const TensorView& input, int64_t heads, const char* name) {
-          TensorView gathered = TensorView::Create({g, heads, b, 1, d}, dt, name);
-          TensorView result = collectives::attn_q_batch_shard(run.ctx, input, iota, gathered,
-                                                              static_cast<int>(g), *dpg)
-                                  .reshape({g * heads, rows, d});
-        if (!Functional()) return result;  // timing-only: nothing to check
-          const std::vector<std::byte> all = RawGather(*dpg, input);  // [G][heads][B][d]
-          for (int64_t j = 0; j < g * heads; ++j) {
-            for (int64_t i = 0; i < rows * d; ++i) {
-              out.golden.push_back(ElementAt(all, dt, (j * b + row0) * d + i));
-            }
-          }
-          const std::vector<float> actual = result.ToFloats();
-          out.actual.insert(out.actual.end(), actual.begin(), actual.end());
-          return result;
-        };
-        q_att = shard(q, hpr, "gathered_q");
-        if (exchange_kv) kv_att = shard(kv_part, 2 * kvr, "gathered_kv");
-        return out;
-      });
+      x = st.out;  // layer l's output is layer l + 1's input
     }
-
-    // 3. Attention per KV head; the kernel appends this step's K / V rows at position t_now - 1.
-    TensorView attention = TensorView::Create({att_nq, cache_rows, d}, dt, "attention_out");
-    run.runner.Run(StepPhase("attention", s, steps), [&] {
-      std::vector<double> golden;
-      for (size_t i = 0; i < kv_heads.size(); ++i) {
-        const int64_t kv = kv_heads[i];
-        TensorView new_k, new_v;  // [cache_rows, d]
-        if (kv >= kv0 && kv < kv0 + kvr) {
-          new_k = kv_part.select(0, kv - kv0).select(1, 0).slice(0, row0, row0 + cache_rows);
-          new_v = kv_part.select(0, kvr + kv - kv0).select(1, 0).slice(0, row0, row0 + cache_rows);
-        } else {
-          int64_t j = 0;  // the group member holding kv
-          while (plan.first_kv_head(group_first + static_cast<int>(j)) + kvr <= kv) ++j;
-          const int64_t base = j * 2 * kvr + (kv - plan.first_kv_head(group_first + static_cast<int>(j)));
-          new_k = kv_att.select(0, base);
-          new_v = kv_att.select(0, base + kvr);
-        }
-        const int64_t lo = std::max(att_q0, kv * qpk) - att_q0;
-        const int64_t hi = std::min(att_q0 + att_nq, (kv + 1) * qpk) - att_q0;
-        // The kernel reads this step's token from new_k / new_v and appends them to the caches.
-        const kernels::AttentionTkgParams params{q_att.slice(0, lo, hi),
-                                                 k_cache[i].slice(2, 0, t_now),
-                                                 v_cache[i].slice(1, 0, t_now), new_k, new_v};
-        kernels::AttentionTkgInto(lnc, params, attention.slice(0, lo, hi));
-        if (!Functional()) continue;  // timing-only: nothing to check
-        // The append is a copy: position t_now - 1 of both caches must now hold this step's
-        // rows bit for bit (the golden below reads the caches the next steps read).
-        for (const auto& [cached, fresh, what] :
-             {std::tuple{k_cache[i].select(2, t_now - 1), new_k, "K"},
-              std::tuple{v_cache[i].select(1, t_now - 1), new_v, "V"}}) {
-          const std::vector<float> a = cached.ToFloats(), e = fresh.ToFloats();
-          for (size_t j = 0; j < e.size(); ++j) {
-            if (std::memcmp(&a[j], &e[j], sizeof(float)) != 0) {
-              Raise(ErrorCode::kInternal,
-                    StrCat("attention: KV head ", kv, ": the kernel's append left ", a[j],
-                           " at element ", j, " of ", what, " cache position ", t_now - 1,
-                           " where this step's row holds ", e[j]));
-            }
-          }
-        }
-        const std::vector<double> ref = reference::AttentionTkgRef(params.q, params.k_cache, params.v_cache);
-        golden.insert(golden.end(), ref.begin(), ref.end());
-      }
-      if (!Functional()) return PhaseOutput{};
-      return PhaseOutput{attention.ToFloats(), golden};
-    });
-
-    // 4. TP/G x DP G -> TP: the rank's heads for all B rows, [G (row blocks), hpr, rows, d].
-    TensorView heads_rows = attention;  // G = 1: already [hpr, B, d]
-    if (dp) {
-      run.runner.Run(StepPhase("unshard", s, steps), [&] {
-        heads_rows = TensorView::Create({g, hpr * rows * d}, dt, "unshard_out");
-        collectives::all_to_all(run.ctx, *dpg, attention.reshape({g, hpr * rows * d}), heads_rows);
-        if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-        const std::vector<std::byte> all = RawGather(*dpg, attention);  // [member][G hpr][rows][d]
-        std::vector<double> golden;
-        for (int64_t i = 0; i < g; ++i) {
-          for (int64_t k = 0; k < hpr * rows * d; ++k) {
-            golden.push_back(ElementAt(all, dt, (i * g * hpr + gpos * hpr) * rows * d + k));
-          }
-        }
-        return PhaseOutput{heads_rows.ToFloats(), golden};
-      });
-    }
-
-    // 5. o_proj TKG: attention [D, B, N = hpr, S = 1] @ the W_o rows of the heads -> [B, H].
-    TensorView partial;
-    run.runner.Run(StepPhase("o_proj", s, steps), [&] {
-      TensorView attention_dbns = TensorView::Create({d, b, hpr, 1}, dt, "attention_dbns");
-      if (dp) {
-        DmaOnCore0(lnc, attention_dbns.reshape({d, g, rows, hpr}),
-                   heads_rows.reshape({g, hpr, rows, d}).permute({3, 0, 2, 1}));
-      } else {
-        DmaOnCore0(lnc, attention_dbns.reshape({d, b, hpr}), heads_rows.permute({2, 1, 0}));
-      }
-      kernels::OutputProjectionTkgParams params;
-      params.attention = attention_dbns;
-      params.weight = shared.w_o;
-      partial = kernels::OutputProjectionTkg(lnc, params);
-      if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      reference::OprojRefInputs ref;
-      ref.weight = shared.w_o;
-      return PhaseOutput{partial.ToFloats(),
-                         AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref))};
-    });
-
-    // 6. The TP sum over the TP group. Each rank checks its block against a plain fp64
-    //    MPI_Reduce_scatter of the partials, so the ranks together check every element.
-    run.runner.Run(StepPhase("all_reduce", s, steps), [&] {
-      TensorView total = TensorView::Create(partial.shape(), dt, "o_proj_total");
-      collectives::all_reduce(run.ctx, tp, partial, total);
-      if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
-      std::vector<float> block =  // only this member's block of the sum
-          total.reshape({b * h}).slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
-      RecordLayerSample(run.result, plan.name, replica, s, b * h, first, block);
-      return PhaseOutput{std::move(block), std::move(golden)};
-    });
   }
   return footprint;
 }

@@ -1,4 +1,5 @@
 #include "launcher/scenarios/phase_runner.h"
+#include "launcher/scenarios/scenario_config.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -73,7 +74,7 @@ void PhaseRunner::Progress(const std::string& phase, bool done) {
 void PhaseRunner::InjectFault(const std::string& phase) {
   const proto::Fault& f = spec_.fault();
   if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ ||
-      (f.phase() != phase && f.phase() != phase.substr(0, phase.find('[')))) {
+      (f.phase() != phase && f.phase() != PhaseBase(phase))) {
     return;
   }
   switch (f.kind()) {
@@ -100,7 +101,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   InjectFault(name);
   PhaseOutput out = body();
 
-  const auto tol = spec_.tolerances().find(name.substr(0, name.find('[')));
+  const auto tol = spec_.tolerances().find(PhaseBase(name));
   const reference::Tolerance tolerance =
       tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
                                       : reference::Tolerance{tol->second.atol(), tol->second.rtol()};

@@ -1,21 +1,34 @@
-// The prefill workload, one rank's part of one plan (attention_dp is 1):
-//   qkv             QKV CTE with RMSNorm and fused RoPE for the rank's Q heads and KV heads over
-//                   the whole prompt (LNC 2 splits S between the cores)
-//   attention       causal attention CTE of those heads (LNC 2 splits the query blocks)
-//   o_proj          output projection CTE (LNC 2 writes disjoint H halves; no core-to-core data)
-//   all_reduce      the TP sum of the o_proj partials over the rank's TP group, or, with
-//   reduce_scatter  sequence_parallel, the sum scattered over the token rows: member j keeps rows
-//                   [j B S / tp, (j + 1) B S / tp) of [B * S, H].
+// The prefill workload, one rank's part of one plan (attention_dp is 1), for each of `layers`
+// decoder layers (layer i's output is layer i + 1's input), the rows of kPrefillPhases:
+//   qkv                 QKV CTE with the layer's input norm and fused RoPE for the rank's Q heads
+//                       and KV heads over the whole prompt (LNC 2 splits S between the cores)
+//   attention           causal attention CTE of those heads (LNC 2 splits the query blocks)
+//   o_proj              output projection CTE (LNC 2 writes disjoint H halves)
+//   all_reduce          the TP sum of the o_proj partials over the rank's TP group, or, with
+//   reduce_scatter      sequence_parallel, the sum scattered over the token rows: member j keeps
+//                       rows [j B S / tp, (j + 1) B S / tp) of [B * S, H]
+//   all_gather          (sequence_parallel, with the MLP) the rows gathered back for the MLP
+//   mlp                 the MLP CTE: residual add stored as the residual stream, norm, gate / up /
+//                       down over the rank's I / tp columns
+//   mlp_all_reduce      the TP sum of the MLP partials, or with sequence_parallel
+//   mlp_reduce_scatter  its scatter over the rows and
+//   mlp_all_gather      the rows gathered back
+//   residual            the layer's output: the residual stream + the MLP's sum
+// (the MLP rows not with attention_only). Each phase is checked against its plain reference
+// applied to that phase's inputs.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "collectives/collectives.h"
 #include "kernels/attention/attention_cte.h"
+#include "kernels/common/residual_add.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/output_projection/output_projection_cte.h"
 #include "kernels/qkv/qkv.h"
 #include "kernels/reference/causal_attention_ref.h"
 #include "kernels/reference/compare.h"
+#include "kernels/reference/mlp_ref.h"
 #include "kernels/reference/output_projection_ref.h"
 #include "kernels/reference/qkv_ref.h"
 #include "launcher/scenarios/workload.h"
@@ -28,135 +41,256 @@ namespace {
 // Rows of the o_proj output checked at a time: [128, H] floats and doubles, 12 MiB at H 8192.
 constexpr int64_t kCheckRows = 128;
 
+struct PrefillRank {
+  PlanRun& run;
+  int64_t h = 0, d = 0, b = 0, s_len = 0, hpr = 0, kvr = 0;
+  int layers = 1, replica = 0;
+  bool mlp = true, sp = false;
+  DType dt = DType::kBFloat16;
+  TensorView cos_cache, sin_cache;
+
+  LogicalCore& lnc() const { return run.ctx.lnc(); }
+  const collectives::GroupComm& tp() const { return run.ctx.group(kTpGroups); }
+  int64_t tokens() const { return b * s_len; }
+};
+
+struct PrefillState {
+  int layer = 0;
+  TensorView x;  // the layer's input [B, S, H]
+  TensorView qkv_out, attention, partial, attention_sum, scattered, fused_hidden, mlp_partial;
+  TensorView mlp_sum, out;
+};
+
+bool Always(const PrefillRank&) { return true; }
+bool WithMlp(const PrefillRank& r) { return r.mlp; }
+bool Reduced(const PrefillRank& r) { return !r.sp; }
+bool Scattered(const PrefillRank& r) { return r.sp; }
+bool ScatteredMlp(const PrefillRank& r) { return r.sp && r.mlp; }
+bool ReducedMlp(const PrefillRank& r) { return !r.sp && r.mlp; }
+bool LastLayer(const PrefillRank& r, const PrefillState& st) { return st.layer + 1 == r.layers; }
+
+// RoPE tables of positions 0 .. S - 1 (base 10000), as the QKV kernel takes them: the angle of
+// pair k = i mod d/2 in every column i.
+void MakeRopeTables(PrefillRank& r) {
+  r.cos_cache = TensorView::Create({r.b, r.s_len, r.d}, r.dt, "rope_cos");
+  r.sin_cache = TensorView::Create({r.b, r.s_len, r.d}, r.dt, "rope_sin");
+  if (!Functional()) return;  // timing-only: no values
+  std::vector<float> c(static_cast<size_t>(r.tokens() * r.d)), sn(c.size());
+  const int64_t half = std::max<int64_t>(1, r.d / 2);
+  for (int64_t row = 0; row < r.tokens(); ++row) {
+    for (int64_t i = 0; i < r.d; ++i) {
+      const double angle = static_cast<double>(row % r.s_len) *
+                           std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(r.d));
+      c[row * r.d + i] = static_cast<float>(std::cos(angle));
+      sn[row * r.d + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  r.cos_cache.FromFloats(c);
+  r.sin_cache.FromFloats(sn);
+}
+
+// 1. QKV CTE: [hpr + 2 kvr, B, S, d], Q and K rotated.
+PhaseOutput QkvPhase(PrefillRank& r, PrefillState& st) {
+  kernels::QkvParams qkv = RankQkvParams(r.run, st.layer, st.x);
+  qkv.fused_rope = true;
+  qkv.cos_cache = r.cos_cache;
+  qkv.sin_cache = r.sin_cache;
+  st.qkv_out = kernels::Qkv(r.lnc(), qkv, kernels::QkvVariant::kCte).output;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  std::vector<double>* cached = st.layer == 0 ? &r.run.shared.qkv_golden[0] : nullptr;
+  if (cached != nullptr && !cached->empty()) return PhaseOutput{st.qkv_out.ToFloats(), *cached, {}};
+  std::vector<double> golden = AsDoubles(reference::QkvReference(qkv).output);
+  if (cached != nullptr) *cached = golden;
+  return PhaseOutput{st.qkv_out.ToFloats(), std::move(golden), {}};
+}
+
+// 2. Causal attention of the rank's heads: out [B, hpr, d, S].
+PhaseOutput AttentionPhase(PrefillRank& r, PrefillState& st) {
+  const kernels::AttentionCteParams params{st.qkv_out.slice(0, 0, r.hpr),
+                                           st.qkv_out.slice(0, r.hpr, r.hpr + r.kvr),
+                                           st.qkv_out.slice(0, r.hpr + r.kvr, r.hpr + 2 * r.kvr)};
+  st.attention = kernels::AttentionCte(r.lnc(), params);
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  return PhaseOutput{st.attention.ToFloats(),
+                     reference::CausalAttentionRef(params.q, params.k, params.v), {}};
+}
+
+// 3. o_proj CTE: [B, S, H] partial sums of this rank's heads, checked in blocks of rows (neither
+// the output nor the golden is held whole: at S 2048, H 8192 that would be 64 MiB of floats and
+// 128 MiB of doubles a rank).
+PhaseOutput OprojPhase(PrefillRank& r, PrefillState& st) {
+  kernels::OutputProjectionCteParams params;
+  params.attention = st.attention;
+  params.weight = r.run.shared.layers[st.layer].w_o;
+  st.partial = kernels::OutputProjectionCte(r.lnc(), params);
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  PhaseOutput out;
+  out.check = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance) {
+    reference::OprojRefInputs ref;
+    ref.weight = weight;
+    reference::StreamingCompare compare(tolerance);
+    for (int64_t bi = 0; bi < r.b; ++bi) {
+      for (int64_t s0 = 0; s0 < r.s_len; s0 += kCheckRows) {
+        const int64_t s1 = std::min(r.s_len, s0 + kCheckRows);
+        const std::vector<float> golden = reference::OutputProjectionCteRef(
+            st.attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
+        const std::vector<float> actual = st.partial.select(0, bi).slice(0, s0, s1).ToFloats();
+        compare.Add((bi * r.s_len + s0) * r.h, actual.data(), golden.data(),
+                    static_cast<int64_t>(golden.size()));
+      }
+    }
+    return compare.Finish();
+  };
+  return out;
+}
+
+// 4. The TP sum of the o_proj partials; with attention_only it is the layer's output.
+PhaseOutput AllReducePhase(PrefillRank& r, PrefillState& st) {
+  CheckedSum sum = TpAllReduce(r.run, st.partial, "o_proj_total", !r.mlp && LastLayer(r, st), 0);
+  st.attention_sum = sum.total;
+  st.out = sum.total;
+  return std::move(sum.output);
+}
+
+// The sum of `partial` scattered over the token rows, checked against the fp64 reference.
+PhaseOutput ScatterRows(PrefillRank& r, const TensorView& partial, const char* name, bool record,
+                        TensorView* scattered) {
+  const int64_t rows = r.tokens(), mine = rows / r.run.plan.tp;
+  const collectives::GroupComm& tp = r.tp();
+  *scattered = TensorView::Create({mine, r.h}, r.dt, name);
+  collectives::reduce_scatter(r.run.ctx, tp, partial.reshape({rows, r.h}), *scattered);
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  int64_t first = 0;
+  std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
+  std::vector<float> block = scattered->ToFloats();
+  if (block.size() != golden.size() || first != tp.position * mine * r.h) {
+    Raise(ErrorCode::kInternal, StrCat(name, ": block of ", block.size(), " elements at ",
+                                       tp.position * mine * r.h, "; the reference's is ",
+                                       golden.size(), " at ", first));
+  }
+  if (record) RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, rows * r.h, first, block);
+  return PhaseOutput{std::move(block), std::move(golden), {}};
+}
+
+// The scattered rows gathered back into [B, S, H], checked against a plain MPI_Allgather.
+PhaseOutput GatherRows(PrefillRank& r, const TensorView& scattered, TensorView* gathered) {
+  *gathered = TensorView::Create({r.b, r.s_len, r.h}, r.dt, "gathered_rows");
+  collectives::all_gather(r.run.ctx, r.tp(), scattered, gathered->reshape({r.tokens(), r.h}));
+  if (!Functional()) return PhaseOutput{};
+  const std::vector<std::byte> all = RawGather(r.tp(), scattered);
+  std::vector<double> golden(static_cast<size_t>(r.tokens() * r.h));
+  for (size_t i = 0; i < golden.size(); ++i) golden[i] = ElementAt(all, r.dt, static_cast<int64_t>(i));
+  return PhaseOutput{gathered->ToFloats(), std::move(golden), {}};
+}
+
+PhaseOutput ReduceScatterPhase(PrefillRank& r, PrefillState& st) {
+  return ScatterRows(r, st.partial, "o_proj_scattered", !r.mlp && LastLayer(r, st), &st.scattered);
+}
+PhaseOutput AllGatherPhase(PrefillRank& r, PrefillState& st) {
+  return GatherRows(r, st.scattered, &st.attention_sum);
+}
+
+// 5. MLP CTE: x + attention stored as the residual stream, norm, gate / up / down -> [B, S, H].
+PhaseOutput MlpPhase(PrefillRank& r, PrefillState& st) {
+  const kernels::MlpParams params = RankMlpParams(r.run, st.layer, st.attention_sum, st.x);
+  const kernels::MlpResult result = kernels::Mlp(r.lnc(), params);
+  st.mlp_partial = result.output;
+  st.fused_hidden = result.fused_hidden;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  const reference::MlpGolden golden = reference::MlpReference(params);
+  PhaseOutput out{st.mlp_partial.ToFloats(), AsDoubles(golden.output), {}};
+  const std::vector<float> fused = st.fused_hidden.ToFloats();
+  out.actual.insert(out.actual.end(), fused.begin(), fused.end());
+  out.golden.insert(out.golden.end(), golden.fused_hidden.begin(), golden.fused_hidden.end());
+  return out;
+}
+
+PhaseOutput MlpAllReducePhase(PrefillRank& r, PrefillState& st) {
+  CheckedSum sum = TpAllReduce(r.run, st.mlp_partial, "mlp_total", false, 0);
+  st.mlp_sum = sum.total;
+  return std::move(sum.output);
+}
+PhaseOutput MlpReduceScatterPhase(PrefillRank& r, PrefillState& st) {
+  return ScatterRows(r, st.mlp_partial, "mlp_scattered", false, &st.scattered);
+}
+PhaseOutput MlpAllGatherPhase(PrefillRank& r, PrefillState& st) {
+  return GatherRows(r, st.scattered, &st.mlp_sum);
+}
+
+// 6. The layer's output: residual stream + MLP sum.
+PhaseOutput ResidualPhase(PrefillRank& r, PrefillState& st) {
+  st.out = TensorView::Create({r.b, r.s_len, r.h}, r.dt, "layer_out");
+  const auto flat = [&](const TensorView& t) { return t.reshape({r.tokens(), r.h}); };
+  kernels::ResidualAdd(r.lnc(), flat(st.fused_hidden), flat(st.mlp_sum), flat(st.out));
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  const std::vector<float> a = st.fused_hidden.ToFloats(), m = st.mlp_sum.ToFloats();
+  std::vector<double> golden(a.size());
+  for (size_t i = 0; i < a.size(); ++i) golden[i] = static_cast<double>(a[i]) + m[i];
+  std::vector<float> actual = st.out.ToFloats();
+  if (LastLayer(r, st)) {
+    // Every rank holds the whole output: each records its 1 / tp of the rows.
+    const int64_t n = r.tokens() * r.h, per = n / r.run.plan.tp, first = r.tp().position * per;
+    RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, n, first,
+                      std::vector<float>(actual.begin() + first, actual.begin() + first + per));
+  }
+  return PhaseOutput{std::move(actual), std::move(golden), {}};
+}
+
+struct PrefillPhase {
+  const char* name;
+  bool (*applies)(const PrefillRank&);
+  PhaseOutput (*run)(PrefillRank&, PrefillState&);
+};
+
+constexpr PrefillPhase kPrefillPhases[] = {
+    {"qkv", Always, QkvPhase},
+    {"attention", Always, AttentionPhase},
+    {"o_proj", Always, OprojPhase},
+    {"all_reduce", Reduced, AllReducePhase},
+    {"reduce_scatter", Scattered, ReduceScatterPhase},
+    {"all_gather", ScatteredMlp, AllGatherPhase},
+    {"mlp", WithMlp, MlpPhase},
+    {"mlp_all_reduce", ReducedMlp, MlpAllReducePhase},
+    {"mlp_reduce_scatter", ScatteredMlp, MlpReduceScatterPhase},
+    {"mlp_all_gather", ScatteredMlp, MlpAllGatherPhase},
+    {"residual", WithMlp, ResidualPhase},
+};
+
 }  // namespace
 
 ScenarioFootprint RunPrefill(PlanRun& run) {
   const ResolvedScenario& sc = run.scenario;
-  const ResolvedPlan& plan = run.plan;
   const proto::ModelShape& m = sc.spec.model();
-  const int64_t h = m.hidden(), d = m.d_head();
-  const int64_t b = sc.spec.batch(), s_len = sc.spec.seq_len();
-  const int rank = run.ctx.rank();
-  const int replica = plan.replica(rank);
-  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
-  const DType dt = sc.dtype;
-  LogicalCore& lnc = run.ctx.lnc();
-  const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
-
-  MakeSharedInputs(run, /*tokens=*/s_len, /*steps=*/1);
-  SharedInputs& shared = run.shared;
-  // RoPE tables of positions 0 .. S - 1 (base 10000), as the QKV kernel takes them: the angle of
-  // pair k = i mod d/2 in every column i.
-  TensorView cos_cache = TensorView::Create({b, s_len, d}, dt, "rope_cos");
-  TensorView sin_cache = TensorView::Create({b, s_len, d}, dt, "rope_sin");
-  if (Functional()) {  // timing-only: no values
-    std::vector<float> c(static_cast<size_t>(b * s_len * d)), sn(c.size());
-    const int64_t half = std::max<int64_t>(1, d / 2);
-    for (int64_t row = 0; row < b * s_len; ++row) {
-      for (int64_t i = 0; i < d; ++i) {
-        const double angle = static_cast<double>(row % s_len) *
-                             std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(d));
-        c[row * d + i] = static_cast<float>(std::cos(angle));
-        sn[row * d + i] = static_cast<float>(std::sin(angle));
-      }
+  PrefillRank r{run};
+  r.h = m.hidden();
+  r.d = m.d_head();
+  r.b = sc.spec.batch();
+  r.s_len = sc.spec.seq_len();
+  r.hpr = run.plan.heads_per_rank;
+  r.kvr = run.plan.kv_per_rank;
+  r.layers = static_cast<int>(std::max(1u, sc.spec.layers()));
+  r.replica = run.plan.replica(run.ctx.rank());
+  r.mlp = !sc.spec.attention_only();
+  r.sp = sc.spec.sequence_parallel();
+  r.dt = sc.dtype;
+  MakeSharedInputs(run, /*tokens=*/r.s_len, /*steps=*/1);
+  MakeRopeTables(r);
+  TensorView x = run.shared.x[0];
+  for (int l = 0; l < r.layers; ++l) {
+    PrefillState st;
+    st.layer = l;
+    st.x = x;
+    for (const PrefillPhase& phase : kPrefillPhases) {
+      if (!phase.applies(r)) continue;
+      run.runner.Run(PhaseName(phase.name, l, r.layers, 0, 1), [&] { return phase.run(r, st); });
     }
-    cos_cache.FromFloats(c);
-    sin_cache.FromFloats(sn);
-  }
-
-  // 1. QKV CTE: [hpr + 2 kvr, B, S, d], Q and K rotated.
-  kernels::QkvParams qkv = RankQkvParams(run, 0);
-  qkv.fused_rope = true;
-  qkv.cos_cache = cos_cache;
-  qkv.sin_cache = sin_cache;
-  TensorView qkv_out;
-  run.runner.Run("qkv", [&] {
-    qkv_out = kernels::Qkv(lnc, qkv, kernels::QkvVariant::kCte).output;
-    if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-    if (shared.qkv_golden[0].empty()) shared.qkv_golden[0] = AsDoubles(reference::QkvReference(qkv).output);
-    return PhaseOutput{qkv_out.ToFloats(), shared.qkv_golden[0]};
-  });
-
-  // 2. Causal attention of the rank's heads: out [B, hpr, d, S].
-  const kernels::AttentionCteParams attention_params{qkv_out.slice(0, 0, hpr),
-                                                     qkv_out.slice(0, hpr, hpr + kvr),
-                                                     qkv_out.slice(0, hpr + kvr, hpr + 2 * kvr)};
-  TensorView attention;
-  run.runner.Run("attention", [&] {
-    attention = kernels::AttentionCte(lnc, attention_params);
-    if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-    return PhaseOutput{attention.ToFloats(),
-                       reference::CausalAttentionRef(attention_params.q, attention_params.k,
-                                                     attention_params.v)};
-  });
-
-  // 3. o_proj CTE: [B, S, H] partial sums of this rank's heads.
-  TensorView partial;
-  run.runner.Run("o_proj", [&] {
-    kernels::OutputProjectionCteParams params;
-    params.attention = attention;
-    params.weight = shared.w_o;
-    partial = kernels::OutputProjectionCte(lnc, params);
-    if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-    // Checked in blocks of rows: neither the output nor the golden is held whole (at S 2048,
-    // H 8192 that would be 64 MiB of floats and 128 MiB of doubles a rank).
-    PhaseOutput out;
-    out.check = [&](const reference::Tolerance& tolerance) {
-      reference::OprojRefInputs ref;
-      ref.weight = shared.w_o;
-      reference::StreamingCompare compare(tolerance);
-      for (int64_t bi = 0; bi < b; ++bi) {
-        for (int64_t s0 = 0; s0 < s_len; s0 += kCheckRows) {
-          const int64_t s1 = std::min(s_len, s0 + kCheckRows);
-          // The fp32 golden as it is: StreamingCompare widens each element to double itself.
-          const std::vector<float> golden = reference::OutputProjectionCteRef(
-              attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
-          const std::vector<float> actual = partial.select(0, bi).slice(0, s0, s1).ToFloats();
-          compare.Add((bi * s_len + s0) * h, actual.data(), golden.data(),
-                      static_cast<int64_t>(golden.size()));
-        }
-      }
-      return compare.Finish();
-    };
-    return out;
-  });
-
-  // 4. The TP reduction, checked block by block against a plain fp64 MPI_Reduce_scatter.
-  const int64_t total_elements = b * s_len * h;
-  if (!sc.spec.sequence_parallel()) {
-    run.runner.Run("all_reduce", [&] {
-      TensorView total = TensorView::Create(partial.shape(), dt, "o_proj_total");
-      collectives::all_reduce(run.ctx, tp, partial, total);
-      if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
-      const TensorView flat = total.reshape({total_elements});
-      std::vector<float> block =
-          flat.slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
-      RecordLayerSample(run.result, plan.name, replica, 0, total_elements, first, block);
-      return PhaseOutput{std::move(block), std::move(golden)};
-    });
-  } else {
-    run.runner.Run("reduce_scatter", [&] {
-      const int64_t rows = b * s_len, mine = rows / plan.tp;
-      TensorView scattered = TensorView::Create({mine, h}, dt, "o_proj_scattered");
-      collectives::reduce_scatter(run.ctx, tp, partial.reshape({rows, h}), scattered);
-      if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-      int64_t first = 0;
-      std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
-      std::vector<float> block = scattered.ToFloats();
-      if (block.size() != golden.size() || first != tp.position * mine * h) {
-        Raise(ErrorCode::kInternal, StrCat("reduce_scatter: block of ", block.size(), " elements at ",
-                                           tp.position * mine * h, "; the reference's is ",
-                                           golden.size(), " at ", first));
-      }
-      RecordLayerSample(run.result, plan.name, replica, 0, total_elements, first, block);
-      return PhaseOutput{std::move(block), std::move(golden)};
-    });
+    // Layer l's output is layer l + 1's input (attention_only with sequence_parallel: the rows
+    // are scattered, so layers > 1 need the MLP's gather or attention_only without it).
+    x = st.out;
   }
   ScenarioFootprint footprint;
-  footprint.kv_cache_bytes = 2 * kvr * b * s_len * d * static_cast<int64_t>(SizeOf(dt));
-  footprint.weight_bytes = shared.w_qkv.size_bytes() + shared.w_o.size_bytes();
+  footprint.kv_cache_bytes = 2 * r.kvr * r.tokens() * r.d * static_cast<int64_t>(SizeOf(r.dt)) * r.layers;
+  for (const LayerWeights& w : run.shared.layers) footprint.weight_bytes += w.bytes();
   return footprint;
 }
 

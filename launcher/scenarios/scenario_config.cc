@@ -5,6 +5,7 @@
 #include <iterator>
 #include <set>
 
+#include "launcher/scenarios/footprint.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 
@@ -15,6 +16,7 @@ namespace {
 // past it the job would swap or be killed on a 24 GiB machine, so the file is refused instead.
 constexpr double kMaxBytesPerRank = 4.0 * (1 << 30);
 constexpr uint32_t kMaxSteps = 1024;
+constexpr uint32_t kMaxLayers = 1024;
 
 proto::Scenario Parse(const std::string& text, const std::string& source) {
   proto::Scenario s;
@@ -23,13 +25,16 @@ proto::Scenario Parse(const std::string& text, const std::string& source) {
 }
 
 const std::vector<std::string>& DecodePhases() {
-  static const std::vector<std::string> phases = {"qkv", "batch_shard", "attention",
-                                                  "unshard", "o_proj", "all_reduce"};
+  static const std::vector<std::string> phases = {
+      "qkv",        "batch_shard", "attention",      "unshard",
+      "o_proj",     "all_reduce",  "mlp",            "mlp_all_reduce", "residual"};
   return phases;
 }
 const std::vector<std::string>& PrefillPhases() {
-  static const std::vector<std::string> phases = {"qkv", "attention", "o_proj", "all_reduce",
-                                                  "reduce_scatter"};
+  static const std::vector<std::string> phases = {
+      "qkv",        "attention",      "o_proj",             "all_reduce",     "reduce_scatter",
+      "all_gather", "mlp",            "mlp_all_reduce",     "mlp_reduce_scatter",
+      "mlp_all_gather", "residual"};
   return phases;
 }
 
@@ -38,6 +43,13 @@ void FillDefaults(proto::Scenario& s) {
   if (s.workload() == "decode" && s.steps() == 0) s.set_steps(1);
   if (s.dtype().empty()) s.set_dtype("bf16");
   if (s.model().rms_eps() == 0) s.mutable_model()->set_rms_eps(1e-6);
+  if (s.layers() == 0) s.set_layers(1);
+  if (!s.attention_only()) {
+    if (s.model().activation().empty()) s.mutable_model()->set_activation("silu");
+    if (s.model().norm().empty()) s.mutable_model()->set_norm("rms");
+  } else if (s.model().norm().empty()) {
+    s.mutable_model()->set_norm("rms");
+  }
   proto::ControlPlane& c = *s.mutable_control();
   if (c.host().empty()) c.set_host("127.0.0.1");
   if (c.stall_timeout_s() == 0) c.set_stall_timeout_s(30);
@@ -48,7 +60,10 @@ void FillDefaults(proto::Scenario& s) {
   for (const Default& d :
        {Default{"qkv", 1e-5, 2e-2}, Default{"batch_shard", 0, 0}, Default{"attention", 1e-5, 2e-2},
         Default{"unshard", 0, 0}, Default{"o_proj", 1e-5, 2e-2}, Default{"all_reduce", 1e-5, 2e-2},
-        Default{"reduce_scatter", 1e-5, 2e-2}}) {
+        Default{"reduce_scatter", 1e-5, 2e-2}, Default{"all_gather", 0, 0},
+        Default{"mlp", 1e-5, 2e-2}, Default{"mlp_all_reduce", 1e-5, 2e-2},
+        Default{"mlp_reduce_scatter", 1e-5, 2e-2}, Default{"mlp_all_gather", 0, 0},
+        Default{"residual", 1e-5, 2e-2}}) {
     if (!s.tolerances().contains(d.phase)) {
       proto::Tolerance& t = (*s.mutable_tolerances())[d.phase];
       t.set_atol(d.atol);
@@ -110,8 +125,40 @@ void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
   }
 }
 
+// The decoder layer's MLP and norms, and the number of layers.
+void CheckLayer(const proto::Scenario& s, std::vector<std::string>& problems) {
+  const proto::ModelShape& m = s.model();
+  if (s.layers() > kMaxLayers) {
+    problems.push_back(StrCat("layers: ", s.layers(), " must be in [1, ", kMaxLayers, "]"));
+  }
+  if (m.norm() != "rms" && m.norm() != "layer") {
+    problems.push_back(StrCat("model.norm: '", m.norm(), "' is not one of rms, layer"));
+  }
+  if (s.attention_only()) {
+    if (m.intermediate() != 0 || !m.activation().empty()) {
+      problems.push_back(StrCat("model.intermediate: ", m.intermediate(), " / model.activation: '",
+                                m.activation(), "': attention_only runs no MLP; drop them or ",
+                                "attention_only"));
+    }
+    if (s.sequence_parallel() && s.layers() > 1) {
+      problems.push_back(StrCat("layers: ", s.layers(), ": attention_only with sequence_parallel ",
+                                "leaves each rank its rows only; the next layer needs them all ",
+                                "(run the whole layer, or one layer)"));
+    }
+    return;
+  }
+  if (m.intermediate() == 0 || m.intermediate() > (1u << 20)) {
+    problems.push_back(StrCat("model.intermediate: ", m.intermediate(), " must be in [1, 1048576] ",
+                              "(the MLP's I; or set attention_only: true)"));
+  }
+  if (m.activation() != "silu" && m.activation() != "gelu" && m.activation() != "relu") {
+    problems.push_back(StrCat("model.activation: '", m.activation(), "' is not one of silu, gelu, relu"));
+  }
+}
+
 void CheckModelAndWorkload(const proto::Scenario& s, std::vector<std::string>& problems) {
   const proto::ModelShape& m = s.model();
+  CheckLayer(s, problems);
   if (m.hidden() == 0 || m.hidden() % 128 != 0) {
     problems.push_back(StrCat("model.hidden: ", m.hidden(), " must be a positive multiple of 128"));
   }
@@ -285,6 +332,10 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<st
   if (p.lnc() != 1 && p.lnc() != 2) {
     problems.push_back(StrCat(where, "lnc: ", p.lnc(), " must be 1 or 2"));
   }
+  if (!r.spec.attention_only() && m.intermediate() > 0 && m.intermediate() % p.tp() != 0) {
+    problems.push_back(StrCat(where, "tp: ", p.tp(), " must divide model.intermediate (",
+                              m.intermediate(), "): every rank holds I / tp of the MLP's columns"));
+  }
   if (p.replicas() > 16384 || static_cast<uint64_t>(p.tp()) * p.replicas() > 16384) {
     problems.push_back(StrCat(where, "replicas: ", p.replicas(), ": tp x replicas must be <= 16384 ranks"));
   }
@@ -345,29 +396,18 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<st
     }
   }
 
-  // Memory per rank, before anything is allocated.
-  const double elem = r.dtype == DType::kFloat32 ? 4 : 2;
-  const double h = m.hidden(), d = m.d_head();
-  const double weights = h * (plan.heads_per_rank + 2 * plan.kv_per_rank) * d + plan.heads_per_rank * d * h;
-  double cache = 0, activations = 0;
-  if (r.workload == Workload::kDecode) {
-    const double tokens = static_cast<double>(r.spec.kv_length()) + r.spec.steps();
-    // G = 1: the rank's KV heads for all B rows; G > 1: the group's KV heads for B / G rows.
-    const double group_kv = plan.attention_dp == 1
-                                ? plan.kv_per_rank
-                                : std::ceil(static_cast<double>(plan.attention_dp) * plan.heads_per_rank / plan.q_per_kv) + 1;
-    cache = 2 * group_kv * r.spec.batch() / plan.attention_dp * tokens * d;
-    activations = r.spec.batch() * h * 3;
-  } else {
-    const double bs = static_cast<double>(r.spec.batch()) * r.spec.seq_len();
-    cache = 2 * plan.kv_per_rank * bs * d;
-    activations = bs * h * 3 + bs * (plan.heads_per_rank + 2 * plan.kv_per_rank) * d * 2;
-  }
-  const double bytes = (weights + cache + activations) * elem;
-  if (bytes > kMaxBytesPerRank) {
-    problems.push_back(StrCat(where, "needs about ", bytes / (1 << 30), " GiB per rank (weights, ",
-                              "KV cache, activations); the limit is ", kMaxBytesPerRank / (1 << 30),
-                              " GiB: raise tp or shrink batch, kv_length or seq_len"));
+  // Memory per rank, before anything is allocated: the HBM of a logical core, and the host
+  // memory the simulating process would need (it holds what the HBM holds).
+  const HbmFootprint hbm = PlanHbmFootprint(r.spec, r.dtype, r.workload, plan, r.profile);
+  if (!hbm.fits()) {
+    problems.push_back(StrCat(where, "does not fit HBM: ", FormatHbmFootprint(hbm), "; over by ",
+                              StrPrintf("%.2f GiB", (hbm.total() - hbm.capacity) / 1073741824.0),
+                              ": raise tp, or shrink batch, kv_length, seq_len or layers"));
+  } else if (static_cast<double>(hbm.total()) > kMaxBytesPerRank) {
+    problems.push_back(StrCat(where, "needs about ", hbm.total() / 1073741824.0, " GiB per rank (",
+                              FormatHbmFootprint(hbm), "); this machine simulates at most ",
+                              kMaxBytesPerRank / (1 << 30), " GiB per rank: raise tp or shrink ",
+                              "batch, kv_length, seq_len or layers"));
   }
 
   const proto::Topology t = PlanTopology(r.spec, p, problems);
@@ -455,8 +495,10 @@ std::vector<std::string> PhaseNames(Workload workload) {
   return workload == Workload::kDecode ? DecodePhases() : PrefillPhases();
 }
 
+std::string PhaseBase(const std::string& phase) { return phase.substr(0, phase.find_first_of(".[")); }
+
 proto::Tolerance ResolvedScenario::tolerance(const std::string& phase) const {
-  const std::string base = phase.substr(0, phase.find('['));
+  const std::string base = PhaseBase(phase);
   const auto found = spec.tolerances().find(base);
   return found == spec.tolerances().end() ? proto::Tolerance() : found->second;
 }
@@ -502,10 +544,17 @@ std::string FormatScenario(const ResolvedScenario& r) {
   } else {
     out += StrCat(", S ", s.seq_len(), s.sequence_parallel() ? ", sequence parallel" : "");
   }
-  out += StrCat("; ", r.world_size(), " ranks\n");
+  out += StrCat("; ", s.layers(), s.attention_only() ? " attention block" : " decoder layer",
+                s.layers() == 1 ? "" : "s", "; ", r.world_size(), " ranks\n");
   for (const ResolvedPlan& p : r.plans) {
     out += StrCat("\nplan '", p.name, "': tp ", p.tp, ", attention_dp ", p.attention_dp, ", lnc ",
                   p.lnc, ", replicas ", p.replicas, ", instances ", p.instances, "\n");
+    out += StrCat("  HBM per logical core: ",
+                  FormatHbmFootprint(PlanHbmFootprint(s, r.dtype, r.workload, p, r.profile)), "\n");
+    if (!s.attention_only()) {
+      out += StrCat("  MLP: I ", m.intermediate(), " / tp ", p.tp, " = ", m.intermediate() / p.tp,
+                    " columns per rank, ", m.activation(), ", ", m.norm(), " norm\n");
+    }
     out += StrCat("  ", p.heads_per_rank, " Q head", p.heads_per_rank == 1 ? "" : "s", " and ",
                   p.kv_per_rank, " KV head", p.kv_per_rank == 1 ? "" : "s", " per rank",
                   p.kv_replication > 1 ? StrCat(" (each KV head replicated on ", p.kv_replication, " ranks)") : "",

@@ -65,6 +65,10 @@ struct ResolvedScenario {
   proto::Tolerance tolerance(const std::string& phase) const;
 };
 
+// A phase's name without its layer and step ("qkv.L2[3]" -> "qkv"): what tolerances and faults
+// name.
+std::string PhaseBase(const std::string& phase);
+
 // Phase names of a workload, in order ("qkv", "batch_shard", ...).
 std::vector<std::string> PhaseNames(Workload workload);
 

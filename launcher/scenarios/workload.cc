@@ -28,20 +28,81 @@ const WorkloadInfo& FindWorkload(Workload kind) {
   Raise(ErrorCode::kInternal, "workload without a row in the table");
 }
 
+int64_t LayerWeights::bytes() const {
+  int64_t total = 0;
+  for (const TensorView* t : {&gamma, &w_qkv, &w_o, &mlp_gamma, &w_gate, &w_up, &w_down}) {
+    if (t->valid()) total += t->size_bytes();
+  }
+  return total;
+}
+
+std::string LayerTensorName(const char* name, int layer) {
+  return layer == 0 ? std::string(name) : StrCat(name, "@L", layer + 1);
+}
+
+std::string PhaseName(const char* phase, int layer, int layers, int step, int steps) {
+  std::string name = phase;
+  if (layers > 1) name += StrCat(".L", layer + 1);
+  if (steps > 1) name += StrCat("[", step + 1, "]");
+  return name;
+}
+
+namespace {
+
+// This rank's slices of layer `layer`'s weights (global tensors of the counter-based RNG).
+LayerWeights MakeLayerWeights(const PlanRun& run, int layer) {
+  const proto::Scenario& spec = run.scenario.spec;
+  const proto::ModelShape& m = spec.model();
+  const ResolvedPlan& plan = run.plan;
+  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int rank = run.ctx.rank();
+  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
+  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
+  const uint64_t seed = spec.seed();
+  const DType dt = run.scenario.dtype;
+  auto name = [&](const char* n) { return LayerTensorName(n, layer); };
+  LayerWeights w;
+  w.gamma = Slice(name("gamma"), {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t, int64_t c) { return c; });
+  const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
+  w.w_qkv = Slice(name("w_qkv"), {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t row, int64_t j) {
+    const int64_t col = j < hpr * d           ? q0 * d + j
+                        : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
+                                              : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
+    return row * fused + col;
+  });
+  w.w_o = Slice(name("w_o"), {hpr * d, h}, dt, seed, -0.02f, 0.02f,
+                [&](int64_t r, int64_t c) { return q0 * d * h + r * h + c; });
+  if (spec.attention_only()) return w;
+  const int64_t inter = m.intermediate(), ir = inter / plan.tp, i0 = plan.tp_position(rank) * ir;
+  w.mlp_gamma = Slice(name("mlp_gamma"), {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t, int64_t c) { return c; });
+  // Gate and up: columns [i0, i0 + I / tp) of [H, I]; down: the same rows of [I, H].
+  w.w_gate = Slice(name("w_gate"), {h, ir}, dt, seed, -0.02f, 0.02f,
+                   [&](int64_t r, int64_t c) { return r * inter + i0 + c; });
+  w.w_up = Slice(name("w_up"), {h, ir}, dt, seed, -0.02f, 0.02f,
+                 [&](int64_t r, int64_t c) { return r * inter + i0 + c; });
+  w.w_down = Slice(name("w_down"), {ir, h}, dt, seed, -0.02f, 0.02f,
+                   [&](int64_t r, int64_t c) { return (i0 + r) * h + c; });
+  return w;
+}
+
+kernels::NormType ModelNorm(const proto::ModelShape& m) {
+  return m.norm() == "layer" ? kernels::NormType::kLayerNorm : kernels::NormType::kRmsNorm;
+}
+
+}  // namespace
+
 void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps) {
   const ResolvedPlan& plan = run.plan;
   SharedInputs& shared = run.shared;
+  const int layers = static_cast<int>(std::max(1u, run.scenario.spec.layers()));
   if (shared.tp == plan.tp && shared.x.size() == static_cast<size_t>(steps) &&
       (steps == 0 || shared.x[0].dim(1) == tokens)) {
     return;
   }
   const proto::ModelShape& m = run.scenario.spec.model();
-  const int64_t h = m.hidden(), nq = m.n_q_heads(), nkv = m.n_kv_heads(), d = m.d_head();
+  const int64_t h = m.hidden();
   const int64_t b = run.scenario.spec.batch();
-  const int rank = run.ctx.rank();
-  const int64_t replica = plan.replica(rank);
-  const int64_t hpr = plan.heads_per_rank, kvr = plan.kv_per_rank;
-  const int64_t q0 = plan.first_q_head(rank), kv0 = plan.first_kv_head(rank);
+  const int64_t replica = plan.replica(run.ctx.rank());
   const uint64_t seed = run.scenario.spec.seed();
   const DType dt = run.scenario.dtype;
   shared = SharedInputs();
@@ -52,30 +113,62 @@ void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps) {
                              [&](int64_t r, int64_t c) { return base + r * h + c; }));
   }
   shared.qkv_golden.resize(static_cast<size_t>(steps));
-  shared.gamma = Slice("gamma", {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t, int64_t c) { return c; });
-  const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
-  shared.w_qkv = Slice("w_qkv", {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t row, int64_t j) {
-    const int64_t col = j < hpr * d           ? q0 * d + j
-                        : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
-                                              : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
-    return row * fused + col;
-  });
-  shared.w_o = Slice("w_o", {hpr * d, h}, dt, seed, -0.02f, 0.02f,
-                     [&](int64_t r, int64_t c) { return q0 * d * h + r * h + c; });
+  for (int l = 0; l < layers; ++l) shared.layers.push_back(MakeLayerWeights(run, l));
 }
 
-kernels::QkvParams RankQkvParams(const PlanRun& run, int step) {
+kernels::QkvParams RankQkvParams(const PlanRun& run, int layer, const TensorView& input) {
+  const proto::ModelShape& m = run.scenario.spec.model();
   kernels::QkvParams qkv;
-  qkv.input = run.shared.x[static_cast<size_t>(step)];
-  qkv.fused_qkv_weights = run.shared.w_qkv;
+  qkv.input = input;
+  qkv.fused_qkv_weights = run.shared.layers[static_cast<size_t>(layer)].w_qkv;
   qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
-  qkv.fused_norm_type = kernels::NormType::kRmsNorm;
-  qkv.gamma_norm_weights = run.shared.gamma;
-  qkv.norm_eps = run.scenario.spec.model().rms_eps();
-  qkv.d_head = run.scenario.spec.model().d_head();
+  qkv.fused_norm_type = ModelNorm(m);
+  qkv.gamma_norm_weights = run.shared.layers[static_cast<size_t>(layer)].gamma;
+  qkv.norm_eps = m.rms_eps();
+  qkv.d_head = m.d_head();
   qkv.num_q_heads = run.plan.heads_per_rank;
   qkv.num_kv_heads = run.plan.kv_per_rank;
   return qkv;
+}
+
+kernels::MlpParams RankMlpParams(const PlanRun& run, int layer, const TensorView& attention_sum,
+                                 const TensorView& layer_input) {
+  const proto::ModelShape& m = run.scenario.spec.model();
+  const LayerWeights& w = run.shared.layers[static_cast<size_t>(layer)];
+  kernels::MlpParams p;
+  p.hidden = attention_sum;
+  p.residual = layer_input;
+  p.store_fused_hidden = true;
+  p.norm_type = ModelNorm(m);
+  p.gamma = w.mlp_gamma;
+  p.eps = m.rms_eps();
+  p.gate_w = w.w_gate;
+  p.up_w = w.w_up;
+  p.down_w = w.w_down;
+  p.activation = m.activation() == "gelu"   ? kernels::MlpActivation::kGelu
+                 : m.activation() == "relu" ? kernels::MlpActivation::kRelu
+                                            : kernels::MlpActivation::kSilu;
+  return p;
+}
+
+CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,
+                       int step) {
+  const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
+  CheckedSum out;
+  out.total = TensorView::Create(partial.shape(), partial.dtype(), name);
+  collectives::all_reduce(run.ctx, tp, partial, out.total);
+  if (!Functional()) return out;  // timing-only: nothing to check
+  int64_t first = 0;
+  std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
+  const int64_t n = partial.numel();
+  std::vector<float> block =  // only this member's block of the sum
+      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
+  if (record) {
+    RecordLayerSample(run.result, run.plan.name, run.plan.replica(run.ctx.rank()), step, n, first,
+                      block);
+  }
+  out.output = PhaseOutput{std::move(block), std::move(golden), {}};
+  return out;
 }
 
 std::vector<std::byte> RawGather(const collectives::GroupComm& group, const TensorView& t) {

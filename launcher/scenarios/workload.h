@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/qkv/qkv.h"
 #include "launcher/scenarios/phase_runner.h"
 #include "launcher/scenarios/scenario_config.h"
@@ -25,17 +26,26 @@
 
 namespace nkisim::launcher {
 
+// One decoder layer's weights on this rank: the attention block's (the input norm's gamma, the
+// rank's fused QKV columns and W_o rows) and the MLP's (its norm's gamma, the rank's gate / up
+// columns and down rows of I / tp; absent with attention_only).
+struct LayerWeights {
+  TensorView gamma, w_qkv, w_o;
+  TensorView mlp_gamma, w_gate, w_up, w_down;
+  int64_t bytes() const;
+};
+
 // What the plans of one rank can share: inputs that depend only on the TP split (tp), made once.
 struct SharedInputs {
   int tp = 0;  // the TP degree they were made for; 0: none yet
-  TensorView gamma, w_qkv, w_o;
-  std::vector<TensorView> x;                    // per step (decode) or one (prefill)
-  std::vector<std::vector<double>> qkv_golden;  // per step
+  std::vector<LayerWeights> layers;             // per decoder layer
+  std::vector<TensorView> x;                    // layer 0's input, per step (decode) or one (prefill)
+  std::vector<std::vector<double>> qkv_golden;  // layer 0's, per step
 };
 
 struct ScenarioFootprint {
-  int64_t kv_cache_bytes = 0;  // this rank's K and V cache
-  int64_t weight_bytes = 0;    // this rank's QKV and o_proj weights
+  int64_t kv_cache_bytes = 0;  // this rank's K and V caches, every layer
+  int64_t weight_bytes = 0;    // this rank's weights, every layer
 };
 
 struct PlanRun {
@@ -66,12 +76,32 @@ const WorkloadInfo& FindWorkload(Workload kind);
 // --- Helpers the workloads share (launcher/scenarios/workload.cc) ---
 
 // Fills run.shared for this rank unless it already holds this TP split's inputs: per step the
-// hidden state x [B, tokens, H] (of a global [replica, step, B, tokens, H]), the norm weight, this
-// rank's columns of the fused QKV weight (its Q heads, then K and V of its KV heads) and its rows
-// of W_o, and one empty QKV golden per step.
+// hidden state x [B, tokens, H] (of a global [replica, step, B, tokens, H]), and per layer its
+// weights (LayerWeights: layer 0's tensors keep the names of a one-layer job, layer l's are named
+// "<name>@L<l + 1>", so every layer draws its own values), and one empty QKV golden per step.
 void MakeSharedInputs(PlanRun& run, int64_t tokens, int steps);
-// The QKV parameters both workloads use for step `step`: RMSNorm, NBSd output, the rank's heads.
-kernels::QkvParams RankQkvParams(const PlanRun& run, int step);
+// The QKV parameters both workloads use for layer `layer` on `input`: the model's norm, NBSd
+// output, the rank's heads.
+kernels::QkvParams RankQkvParams(const PlanRun& run, int layer, const TensorView& input);
+// The MLP parameters of layer `layer`: hidden = the attention block's TP sum, residual = the
+// layer's input (their sum stored: the residual stream), the model's norm and activation, the
+// rank's I / tp columns.
+kernels::MlpParams RankMlpParams(const PlanRun& run, int layer, const TensorView& attention_sum,
+                                 const TensorView& layer_input);
+
+// "qkv" for one layer and one step; "qkv.L2" for layer 2 of several; "qkv.L2[3]" at step 3.
+std::string PhaseName(const char* phase, int layer, int layers, int step, int steps);
+// "w_qkv" for layer 0, "w_qkv@L2" for layer 1, ...
+std::string LayerTensorName(const char* name, int layer);
+
+// The TP sum of `partial` over the rank's TP group into a new tensor, checked block by block
+// against a plain fp64 MPI_Reduce_scatter; `record` keeps this block as the layer output sample.
+struct CheckedSum {
+  TensorView total;
+  PhaseOutput output;
+};
+CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,
+                       int step);
 
 // The rank's slice of a global tensor of the counter-based RNG. Seen as rows of its last dim
 // ([numel / shape.back(), shape.back()]), element (row, col) takes the value of global flat index

@@ -118,14 +118,14 @@ Outcome RunNkisim(const std::string& dir, const std::string& args) {
 }
 
 // Valid bodies (from configs/) that the cases break one field at a time.
-const std::string kModel = "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: 1e-6 } ";
+const std::string kModel = "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: 1e-6 intermediate: 1024 } ";
 const std::string kPlan = "plans { name: \"tp8\" tp: 8 } ";
 const std::string kRows = "batch: 8 kv_length: 64 ";
 const std::string kScenario = "workload: \"decode\" " + kPlan + kModel + kRows;
 const std::string kTopo = "lnc: 2 world_size: 8 ";
 const std::string kTp8 = "replica_groups { name: \"tp\" contiguous { group_size: 8 } } ";
 const std::string kSweepBase =
-    "base { workload: \"decode\" model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } "
+    "base { workload: \"decode\" model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } "
     "seed: 11 } ";
 const std::string kLogHeader =
     "nccom-test -r 8 allg\n"
@@ -358,12 +358,12 @@ std::vector<Case> Cases() {
   scen("string_twice_empty_first", "workload: \"\" workload: \"prefill\" " + kPlan + kModel + kRows, "Non-repeated field \"workload\" is specified multiple times");
   scen("bool_twice_false_first", "sequence_parallel: false sequence_parallel: true " + kPlan + kModel + kRows, "Non-repeated field \"sequence_parallel\" is specified multiple times");
   scen("workload_unknown", "workload: \"bogus\" " + kPlan + kModel + kRows, "workload: 'bogus' is not one of decode, prefill");
-  scen("hidden_not_128", kPlan + "model { hidden: 500 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } " + kRows, "model.hidden: 500 must be a positive multiple of 128");
-  scen("kv_heads_not_divisor", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 3 d_head: 64 } " + kRows, "model.n_kv_heads: 3 must be positive and divide n_q_heads (8)");
-  scen("d_head_zero", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 0 } " + kRows, "model.d_head: 0 must be in [1, 128]");
-  scen("d_head_huge", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 4096 } " + kRows, "model.d_head: 4096 must be in [1, 128]");
+  scen("hidden_not_128", kPlan + "model { hidden: 500 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } " + kRows, "model.hidden: 500 must be a positive multiple of 128");
+  scen("kv_heads_not_divisor", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 3 d_head: 64 intermediate: 1024 } " + kRows, "model.n_kv_heads: 3 must be positive and divide n_q_heads (8)");
+  scen("d_head_zero", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 0 intermediate: 1024 } " + kRows, "model.d_head: 0 must be in [1, 128]");
+  scen("d_head_huge", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 4096 intermediate: 1024 } " + kRows, "model.d_head: 4096 must be in [1, 128]");
   scen("rms_eps_nan", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: nan } " + kRows, "model.rms_eps: nan must be in [0, 1]");
-  scen("rms_eps_negative", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: -1 } " + kRows, "model.rms_eps: -1 must be in [0, 1]");
+  scen("rms_eps_negative", kPlan + "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: -1 intermediate: 1024 } " + kRows, "model.rms_eps: -1 must be in [0, 1]");
   scen("batch_zero", kPlan + kModel + "batch: 0 kv_length: 64", "batch: 0: must be positive");
   scen("batch_huge", kPlan + kModel + "batch: 4294967295 kv_length: 64", "batch: 4294967295 must be <= 128 for decode");
   scen("kv_length_zero", kPlan + kModel + "batch: 8 kv_length: 0", "kv_length: 0: the KV cache needs at least one token");

@@ -15,11 +15,11 @@ struct BadPlan {
 
 // A small decode scenario: 8 Q heads, 2 KV heads, B = 8; `body` adds the plans and the rest.
 inline std::string PlanScenario(const std::string& body, const std::string& model =
-                                    "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 }") {
+                                    "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 }") {
   return model + "\nseed: 1\n" + body + "\n";
 }
 
-inline constexpr const char* kModel128 = "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 }";
+inline constexpr const char* kModel128 = "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 intermediate: 1024 }";
 
 inline std::vector<BadPlan> BadPlans() {
   return {
@@ -27,7 +27,7 @@ inline std::vector<BadPlan> BadPlans() {
        "plan 'tp3': tp: 3 must divide model.n_q_heads (8)"},
       {"tp and KV heads not dividing one another",
        PlanScenario("batch: 8 kv_length: 16 plans { tp: 6 }",
-                    "model { hidden: 512 n_q_heads: 24 n_kv_heads: 8 d_head: 64 }"),
+                    "model { hidden: 512 n_q_heads: 24 n_kv_heads: 8 d_head: 64 intermediate: 1024 }"),
        "tp: 6 and model.n_kv_heads (8) must divide one another"},
       {"G not dividing the TP group", PlanScenario("batch: 6 kv_length: 16 plans { tp: 8 attention_dp: 3 }"),
        "attention_dp: 3 must divide tp (8)"},
@@ -83,7 +83,7 @@ inline std::vector<BadPlan> BadPlans() {
        "sequence_parallel: seq_len 100 must be a multiple of tp (8)"},
       {"too many heads per rank for the o_proj CTE",
        PlanScenario("workload: \"prefill\" batch: 1 seq_len: 128 plans { tp: 1 }",
-                    "model { hidden: 512 n_q_heads: 32 n_kv_heads: 8 d_head: 128 }"),
+                    "model { hidden: 512 n_q_heads: 32 n_kv_heads: 8 d_head: 128 intermediate: 1024 }"),
        "tp: 1 gives 32 Q heads per rank; the o_proj CTE kernel takes at most 17"},
       {"a plan too big for a rank's memory",
        PlanScenario("batch: 128 kv_length: 1048576 plans { tp: 1 }"),

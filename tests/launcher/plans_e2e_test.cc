@@ -66,7 +66,7 @@ void ExpectAllPlansPassAndAgree(const Job& job, size_t plans) {
   }
 }
 
-const char* kModel32x8 = "model { hidden: 512 n_q_heads: 32 n_kv_heads: 8 d_head: 64 }\n";
+const char* kModel32x8 = "model { hidden: 512 n_q_heads: 32 n_kv_heads: 8 d_head: 64 intermediate: 1024 }\n";
 
 // 16 ranks, 2 Q heads per rank, each KV head on 2 ranks; G = 1, 2, 4, 8; two steps.
 TEST(PlansE2eTest, AttentionDpOneTwoFourEightWithSeveralHeadsPerRankAndReplicatedKv) {
@@ -85,7 +85,7 @@ TEST(PlansE2eTest, AttentionDpOneTwoFourEightWithSeveralHeadsPerRankAndReplicate
 
 // 4 ranks, 4 Q heads and 2 KV heads per rank (divided), LNC 1 and 2 plans in one job, 4 steps.
 TEST(PlansE2eTest, DividedKvHeadsLncOneAndTwoFourSteps) {
-  const Job job = RunJob("lnc12", "model { hidden: 512 n_q_heads: 16 n_kv_heads: 8 d_head: 64 }\n"
+  const Job job = RunJob("lnc12", "model { hidden: 512 n_q_heads: 16 n_kv_heads: 8 d_head: 64 intermediate: 1024 }\n"
                                "batch: 8 kv_length: 30 steps: 4 seed: 4\n"
                                "plans { tp: 4 lnc: 1 } plans { tp: 4 attention_dp: 2 lnc: 1 }\n"
                                "plans { tp: 4 attention_dp: 4 lnc: 2 }\n");
@@ -125,7 +125,7 @@ TEST(PlansE2eTest, TwoInstancesAndDataParallelReplicas) {
 // Prefill: QKV CTE with RoPE -> causal attention -> o_proj CTE -> all_reduce, on three plans.
 // The trace shows the o_proj moving nothing between the two cores and the QKV splitting S.
 TEST(PlansE2eTest, PrefillPlansAgreeAndTheTimelineShowsTheLncSplits) {
-  const Job job = RunJob("prefill", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 }\n"
+  const Job job = RunJob("prefill", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 intermediate: 1024 }\n"
                                  "workload: \"prefill\" batch: 1 seq_len: 256 seed: 6\n"
                                  "plans { tp: 8 } plans { tp: 8 lnc: 1 } plans { tp: 4 replicas: 2 }\n",
                       /*with_trace=*/true);
@@ -175,7 +175,7 @@ TEST(PlansE2eTest, PrefillPlansAgreeAndTheTimelineShowsTheLncSplits) {
 // The streamed o_proj check fails a kernel that misses its tolerance: a zero tolerance (a bf16
 // kernel never equals the fp64 golden) fails the phase on every rank, and the job.
 TEST(PlansE2eTest, PrefillOprojCheckFailsOutsideItsTolerance) {
-  const Job job = RunJob("oproj_tol0", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 }\n"
+  const Job job = RunJob("oproj_tol0", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 intermediate: 1024 }\n"
                                        "workload: \"prefill\" batch: 2 seq_len: 200 seed: 6\n"
                                        "tolerances { key: \"o_proj\" value { atol: 0 rtol: 0 } }\n"
                                        "plans { tp: 8 }\n");
@@ -194,7 +194,7 @@ TEST(PlansE2eTest, PrefillOprojCheckFailsOutsideItsTolerance) {
 }
 
 TEST(PlansE2eTest, SequenceParallelPrefillReduceScatters) {
-  const Job job = RunJob("seqpar", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 }\n"
+  const Job job = RunJob("seqpar", "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 intermediate: 1024 }\n"
                                 "workload: \"prefill\" batch: 2 seq_len: 128 sequence_parallel: true "
                                 "seed: 7\nplans { tp: 8 } plans { tp: 4 replicas: 2 }\n");
   ExpectAllPlansPassAndAgree(job, 2);

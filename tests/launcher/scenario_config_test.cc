@@ -90,7 +90,7 @@ TEST(ScenarioConfigTest, BadPlansAreRefusedEachWithItsOwnMessage) {
 TEST(ScenarioConfigTest, SeveralHeadsPerRankAndReplicatedKvHeadsMapAsThePlanSays) {
   // 64 Q heads, 8 KV heads. TP 16: 4 Q heads per rank, 2 ranks per KV head (replicated).
   const ResolvedScenario r = ResolveScenario(
-      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 intermediate: 1024 } batch: 8 kv_length: 16 "
       "plans { tp: 16 attention_dp: 4 replicas: 2 }",
       "plan");
   const ResolvedPlan& p = r.plans.at(0);
@@ -114,7 +114,7 @@ TEST(ScenarioConfigTest, SeveralHeadsPerRankAndReplicatedKvHeadsMapAsThePlanSays
   EXPECT_EQ(p.topology.iota_workers[6], 4);  // position 2 of G = 4, B / G = 2 rows
   // TP 4: KV heads divided, 2 per rank.
   const ResolvedScenario d = ResolveScenario(
-      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "model { hidden: 1024 n_q_heads: 64 n_kv_heads: 8 d_head: 64 intermediate: 1024 } batch: 8 kv_length: 16 "
       "plans { tp: 4 }",
       "plan");
   EXPECT_EQ(d.plans[0].heads_per_rank, 16);
@@ -125,7 +125,7 @@ TEST(ScenarioConfigTest, SeveralHeadsPerRankAndReplicatedKvHeadsMapAsThePlanSays
 
 TEST(ScenarioConfigTest, InstancesComeFromTheProfile) {
   const ResolvedScenario r = ResolveScenario(
-      "model { hidden: 1024 n_q_heads: 128 n_kv_heads: 8 d_head: 64 } batch: 8 kv_length: 16 "
+      "model { hidden: 1024 n_q_heads: 128 n_kv_heads: 8 d_head: 64 intermediate: 1024 } batch: 8 kv_length: 16 "
       "plans { tp: 128 instances: 2 } plans { name: \"lnc1\" tp: 128 lnc: 1 }",
       "plan");
   EXPECT_EQ(r.plans[0].instances, 2);  // 64 ranks per instance at LNC 2

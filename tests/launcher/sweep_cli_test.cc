@@ -21,7 +21,7 @@ using nkisim::testing::CommandResult;
 const std::string kSource = NKISIM_SOURCE_DIR;
 
 const char* kBase =
-    "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 4 kv_length: 128 }\n";
+    "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } batch: 4 kv_length: 128 }\n";
 
 struct Refusal {
   CommandResult result;

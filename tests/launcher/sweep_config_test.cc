@@ -26,12 +26,12 @@ const std::string kSource = NKISIM_SOURCE_DIR;
 
 // The small 8-rank layer of the e2e tests, without plans or axes.
 const char* kBase =
-    "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 4 kv_length: 128 "
+    "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } batch: 4 kv_length: 128 "
     "seed: 3 }\n";
 
 // kBase with another seed and more fields inside its block (a config gives `base` once).
 std::string BaseWith(const std::string& inside, int seed = 3) {
-  return "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 4 "
+  return "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } batch: 4 "
          "kv_length: 128 seed: " + std::to_string(seed) + " " + inside + " }\n";
 }
 
@@ -143,7 +143,7 @@ TEST(SweepConfigTest, FingerprintsFollowWhatTheResultDependsOn) {
 
 TEST(SweepConfigTest, BaseFileAndAnEmptyAxisTakeTheBaseValues) {
   const std::string base = (std::filesystem::temp_directory_path() / "nkisim_sweep_base.textproto").string();
-  std::ofstream(base) << "model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 }\nbatch: 8\n"
+  std::ofstream(base) << "model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 }\nbatch: 8\n"
                          "kv_length: 96\nplans { tp: 8 } plans { tp: 8 attention_dp: 4 }\n";
   const ResolvedSweep s = ResolveSweep("base_file: \"" + base + "\"\nkv_length: [64, 128]\n", "s.textproto");
   ASSERT_EQ(s.points.size(), 4u);  // the base's 2 plans x 2 lengths x its one batch
@@ -183,7 +183,7 @@ TEST(SweepConfigTest, BadSweepsAreRefusedWithFieldValueRuleAndPoint) {
        "algorithm: 'pairwise' does not implement all_reduce", "at point"},
       {std::string(kBase) + "plans { tp: 3 } batch: [4, 8]", "plan 'tp3': tp: 3 must divide model.n_q_heads (8)",
        "at every point (2)"},
-      {"base { model { hidden: 8192 n_q_heads: 64 n_kv_heads: 8 d_head: 128 } kv_length: 1 }\n"
+      {"base { model { hidden: 8192 n_q_heads: 64 n_kv_heads: 8 d_head: 128 intermediate: 1024 } kv_length: 1 }\n"
        "plans { tp: 8 } batch: [8, 128] kv_length: [1024, 262144]",
        "plan 'tp8': needs about", "at point plan=tp8 batch=128 kv_length=262144"},
   };

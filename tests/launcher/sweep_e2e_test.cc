@@ -226,7 +226,7 @@ TEST(SweepE2eTest, SmallSweepWritesTableVerdictPlotsAndResumes) {
 TEST(SweepE2eTest, AFailingJobIsRerunPointByPointAndTheSweepGoesOn) {
   const std::string dir = FreshDir("failing");
   const std::string file = dir + "/failing.textproto";
-  std::ofstream(file) << "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } kv_length: 128\n"
+  std::ofstream(file) << "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } kv_length: 128\n"
                          "  fault { kind: THROW rank: 1 phase: \"batch_shard\" } control { stall_timeout_s: 20 } }\n"
                          "plans { tp: 8 } plans { tp: 8 attention_dp: 2 } batch: [4, 8]\n";
   const std::string out = dir + "/failing";
@@ -263,7 +263,7 @@ TEST(SweepE2eTest, AFailingJobIsRerunPointByPointAndTheSweepGoesOn) {
 TEST(SweepE2eTest, TimingOnlyGivesTheFunctionalTimes) {
   const std::string dir = FreshDir("timing");
   const std::string file = dir + "/one_shape.textproto";
-  std::ofstream(file) << "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 } batch: 8 "
+  std::ofstream(file) << "base { model { hidden: 1024 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } batch: 8 "
                          "kv_length: 200 }\nplans { tp: 8 } plans { tp: 8 attention_dp: 2 }\n";
   const CommandResult functional = Sweep(file, "--functional --no-plots --out " + dir + "/functional");
   ASSERT_EQ(functional.exit_code, 0) << functional.output;

@@ -143,7 +143,7 @@ TEST(SweepOutputTest, CsvHasAColumnPerPhaseAndARowPerPoint) {
 
 TEST(SweepOutputTest, TokensPerSecondCountsPromptTokensForPrefill) {
   const ResolvedSweep prefill = ResolveSweep(
-      "base { workload: \"prefill\" model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 } batch: 2 }\n"
+      "base { workload: \"prefill\" model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 intermediate: 1024 } batch: 2 }\n"
       "plans { tp: 4 replicas: 2 } seq_len: [128, 256]\n",
       "p.textproto");
   ASSERT_EQ(prefill.points.size(), 2u);

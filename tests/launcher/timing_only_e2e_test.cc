@@ -216,7 +216,7 @@ constexpr const char* kSmallJob = R"(workload: "decode"
 plans { name: "tp2xdp4" tp: 8 attention_dp: 4 }
 plans { name: "tp8" tp: 8 }
 plans { name: "tp4r2" tp: 4 replicas: 2 lnc: 1 }
-model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: 1e-6 }
+model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: 1e-6 intermediate: 1024 }
 batch: 8
 kv_length: 64
 steps: 2
