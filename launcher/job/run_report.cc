@@ -1,5 +1,7 @@
 #include "launcher/job/run_report.h"
 
+#include "launcher/scenarios/footprint.h"
+
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -34,7 +36,6 @@ namespace {
 // The layer-output samples of every plan against those of the first plan.
 void CheckAgreement(const ResolvedScenario& sc, const std::map<int, proto::RankResult>& results,
                     proto::RunReport& report) {
-  if (sc.plans.size() < 2) return;
   using Key = std::tuple<uint32_t, uint32_t, int64_t>;  // replica, step, index
   std::map<std::string, std::map<Key, float>> samples;
   for (const auto& [rank, result] : results) {
@@ -45,6 +46,13 @@ void CheckAgreement(const ResolvedScenario& sc, const std::map<int, proto::RankR
       }
     }
   }
+  // Each plan's digest of its layer output: the sum of |value| over the sampled indices.
+  for (proto::ScenarioSummary& summary : *report.mutable_scenarios()) {
+    double sum = 0;
+    for (const auto& [key, value] : samples[summary.name()]) sum += std::fabs(static_cast<double>(value));
+    summary.set_layer_output_abs_sum(sum);
+  }
+  if (sc.plans.size() < 2) return;
   const std::string& reference = sc.plans.front().name;
   const std::map<Key, float>& ref = samples[reference];
   double max_ref = 0;
@@ -97,6 +105,12 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
     s.set_instances(static_cast<uint32_t>(plan.instances));
     s.set_replicas(static_cast<uint32_t>(plan.replicas));
     s.set_steps(steps);
+    const HbmFootprint hbm =
+        PlanHbmFootprint(scenario.spec, scenario.dtype, scenario.workload, plan, scenario.profile);
+    s.set_hbm_bytes_per_rank(hbm.total());
+    s.set_hbm_capacity_bytes_per_rank(hbm.capacity);
+    s.set_hbm_footprint(FormatHbmFootprint(hbm));
+    s.set_layers(static_cast<uint32_t>(hbm.layers));
     for (const auto& [rank, result] : results) {
       for (const proto::PhaseResult& r : result.phases()) {
         if (r.scenario() != name) continue;
@@ -168,9 +182,10 @@ std::string FormatReport(const proto::RunReport& report) {
                   p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }
     if (decode) {
-      out += StrPrintf("  decode step: %.3f us simulated (mean of %u); per rank: KV cache %.2f MiB, "
-                  "weights %.2f MiB; host %.1f s\n",
-                  s.step_sim_ns() / 1000.0, s.steps(), s.kv_cache_bytes_per_rank() / 1048576.0,
+      out += StrPrintf("  decode step: %.3f us simulated (mean of %u; %u layer%s); per rank: KV cache "
+                  "%.2f MiB, weights %.2f MiB; host %.1f s\n",
+                  s.step_sim_ns() / 1000.0, s.steps(), std::max(1u, s.layers()),
+                  s.layers() > 1 ? "s" : "", s.kv_cache_bytes_per_rank() / 1048576.0,
                   s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
     } else {
       out += StrPrintf("  prefill: %.3f us simulated; per rank: KV cache %.2f MiB, weights %.2f MiB; "
@@ -178,6 +193,7 @@ std::string FormatReport(const proto::RunReport& report) {
                   s.step_sim_ns() / 1000.0, s.kv_cache_bytes_per_rank() / 1048576.0,
                   s.weight_bytes_per_rank() / 1048576.0, s.host_ms() / 1000.0);
     }
+    if (!s.hbm_footprint().empty()) out += StrCat("  HBM per logical core: ", s.hbm_footprint(), "\n");
   }
   if (report.scenarios_size() >= 2) {
     double fastest = report.scenarios(0).step_sim_ns();

@@ -388,7 +388,8 @@ std::vector<Case> Cases() {
   scen("old_scenarios_list", kScenario + "scenarios: \"x\"", "scenarios: 'x': the scenario list is replaced by plans");
   scen("seed_negative", kScenario + "seed: -1", "Expected integer, got: -");
   scen("profile_missing", kScenario + "hardware_profile: \"$T/nope.textproto\"", "$T/nope.textproto: cannot open hardware profile");
-  scen("per_rank_memory", kPlan + kModel + "batch: 128 kv_length: 1048576", "the limit is 4 GiB");
+  scen("per_rank_memory", kPlan + kModel + "batch: 128 kv_length: 1048576", "does not fit HBM");
+  scen("per_rank_host_memory", kPlan + kModel + "batch: 128 kv_length: 196608", "this machine simulates at most 4 GiB per rank");
 
   // --- run: scenario and output paths (nothing may block or read without end).
   const std::string ok = "$C/small_8ranks.textproto";

@@ -87,7 +87,7 @@ inline std::vector<BadPlan> BadPlans() {
        "tp: 1 gives 32 Q heads per rank; the o_proj CTE kernel takes at most 17"},
       {"a plan too big for a rank's memory",
        PlanScenario("batch: 128 kv_length: 1048576 plans { tp: 1 }"),
-       "GiB per rank (weights, KV cache, activations); the limit is 4 GiB"},
+       "does not fit HBM: weights"},
       {"a plan name with a space", PlanScenario("batch: 8 kv_length: 16 plans { name: \"a b\" tp: 8 }"),
        "plans: name 'a b' must be 1 to 64 letters"},
       {"prefill with d_head 64",

@@ -61,7 +61,7 @@ TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
                                            "collective", "calibrate", "pack-weights", "kernel"));
-  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention"));
+  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
 }
 

@@ -80,8 +80,8 @@ TEST(RunE2eTest, EightRanksBothScenariosPassWithReportAndTrace) {
   const nlohmann::json report = nlohmann::json::parse(ReadFile(TempPath("eight.report.json")));
   EXPECT_TRUE(report["pass"].get<bool>());
   ASSERT_EQ(report["scenarios"].size(), 2u);
-  EXPECT_EQ(report["scenarios"][0]["phases"].size(), 6u);  // qkv .. all_reduce
-  EXPECT_EQ(report["scenarios"][1]["phases"].size(), 4u);  // no batch_shard, no unshard
+  EXPECT_EQ(report["scenarios"][0]["phases"].size(), 9u);  // qkv .. all_reduce, mlp .. residual
+  EXPECT_EQ(report["scenarios"][1]["phases"].size(), 7u);  // no batch_shard, no unshard
   // TP x DP keeps a quarter of the batch's KV cache per rank (G = 4; +1 token each).
   EXPECT_LT(std::stod(report["scenarios"][0]["kvCacheBytesPerRank"].get<std::string>()),
             std::stod(report["scenarios"][1]["kvCacheBytesPerRank"].get<std::string>()) / 3);
@@ -92,7 +92,8 @@ TEST(RunE2eTest, EightRanksBothScenariosPassWithReportAndTrace) {
     if (e["ph"] == "X" && e["cat"] == "Collective") ++collectives;
   }
   EXPECT_EQ(ranks, 16);  // 8 ranks x 2 scenarios
-  EXPECT_EQ(collectives, 8 * (3 + 1));  // all_gather, all_to_all, all_reduce; all_reduce
+  // all_gather, all_to_all and the two all_reduces; the two all_reduces.
+  EXPECT_EQ(collectives, 8 * (4 + 2));
 }
 
 TEST(RunE2eTest, SixteenRanksPass) {

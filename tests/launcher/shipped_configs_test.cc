@@ -40,6 +40,7 @@ TEST_P(ShippedConfigTest, EveryPlanPassesAndThePlansAgree) {
 INSTANTIATE_TEST_SUITE_P(Configs, ShippedConfigTest,
                          ::testing::Values("llama3_8b_tp8_decode", "llama3_70b_tp32_lnc1_decode",
                                            "llama3_70b_tp64_prefill_s2048",
-                                           "tp128_two_instances_decode"));
+                                           "tp128_two_instances_decode",
+                                           "llama3_70b_tp64_2layers_decode"));
 
 }  // namespace
