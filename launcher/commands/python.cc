@@ -39,10 +39,16 @@ void AddPythonCommand(CLI::App* cmd, int* exit_code) {
                   "hardware profile for the kernels (NKISIM_PROFILE): trn2, trn3 or a file");
   cmd->add_flag("--report", o->report, "print each kernel's cost summary (NKISIM_REPORT=1)");
   cmd->add_option("--python", o->python, "the Python interpreter")->capture_default_str();
-  cmd->add_option("script", o->script, "the Python script to run")->required();
-  cmd->add_option("args", o->args, "arguments passed to the script");
-  cmd->prefix_command();  // everything after SCRIPT belongs to the script
-  cmd->callback([o, exit_code] { *exit_code = RunPython(*o); });
+  // Everything from SCRIPT on belongs to the script, options included.
+  cmd->prefix_command();
+  cmd->footer("Usage: nkisim python [--ranks N] [--profile P] [--report] SCRIPT [ARGS...]");
+  cmd->callback([o, cmd, exit_code] {
+    const std::vector<std::string> rest = cmd->remaining();
+    if (rest.empty()) Raise(ErrorCode::kInvalidArgument, "python: SCRIPT is required");
+    o->script = rest.front();
+    o->args.assign(rest.begin() + 1, rest.end());
+    *exit_code = RunPython(*o);
+  });
 }
 
 std::vector<std::string> PythonCommand(const PythonOptions& o, bool as_root, int host_cores) {

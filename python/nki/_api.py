@@ -45,6 +45,8 @@ def reference_names(module, names):
 def api_table():
     """Markdown: one row per public name of the NKI 0.6 reference, with nkisim's status."""
     import importlib
+    for module in ("nki", "nki.language", "nki.isa", "nki.collectives"):
+        importlib.import_module(module)  # each registers its reference names as it loads
     lines = ["| API | status |", "|---|---|"]
     for module in sorted(_REFERENCE):
         mod = importlib.import_module(module)

@@ -6,6 +6,7 @@
 // MPI starts on the first call that needs it (rank_id, a collective) and ends at interpreter
 // exit. A replica group must partition the world (every rank in exactly one group): each rank
 // then takes part in the communicator split, and none waits for a rank that never comes.
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <pybind11/stl.h>
@@ -40,6 +41,12 @@ struct World {
 
 World& GetWorld() {
   static World* world = [] {
+    // Open MPI loads its components as plugins that resolve libmpi's symbols; a library that
+    // Python loaded (RTLD_LOCAL) does not offer them, so promote it to global first, as mpi4py
+    // does.
+    for (const char* lib : {"libmpi.so.40", "libmpi.so"}) {
+      if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) != nullptr) break;
+    }
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {

@@ -17,8 +17,9 @@ _ALU = {}  # nl function -> _nkisim.AluOp
 _ACT = {}  # nl function -> _nkisim.ActFn
 
 
-def _h(x):
-    return x._h if isinstance(x, NkiTensor) else float(x)
+def _h(x, op="nl op", operand="x"):
+    """A tile operand's handle, or an immediate's float."""
+    return _tile(x, op, operand) if isinstance(x, NkiTensor) else float(x)
 
 
 def _tile(x, op, operand):
@@ -71,7 +72,7 @@ def _activation(name, op):
 
 def _binary(name, op, dispatcher):
     def fn(x, y, dtype=None):
-        return wrap(dispatcher(_h(x), _h(y), op, _dtypes.c_of(dtype)))
+        return wrap(dispatcher(_h(x, name, "x"), _h(y, name, "y"), op, _dtypes.c_of(dtype)))
     return _register(fn, name)
 
 
