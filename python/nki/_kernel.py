@@ -94,6 +94,35 @@ def _bind(fn, args, kwargs, buffer):
     return new_args, new_kwargs, arrays
 
 
+class _SharedHbm:
+    """The HBM tensors an LNC 2 launch allocates, shared by its two programs in allocation order."""
+
+    def __init__(self):
+        self.tensors = []
+        self.count = {}
+
+    def get(self, shape, dtype, name, make):
+        prg = _nkisim.program_id()
+        n = self.count.get(prg, 0)
+        self.count[prg] = n + 1
+        if n == len(self.tensors):
+            self.tensors.append(make())
+        t = self.tensors[n]
+        if list(t.shape) != list(shape) or t.dtype is not dtype:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: nl.ndarray: shared HBM allocation {n} of program {prg} is "
+                f"{tuple(shape)} {dtype!r}, the other program's is {t.shape} {t.dtype!r}: both "
+                f"programs of an LNC 2 launch must allocate the same shared tensors in order")
+        return t
+
+
+_shared = {"hbm": None}
+
+
+def shared_allocation(shape, dtype, name, make):
+    return _shared["hbm"].get(shape, _dtypes.resolve(dtype), name, make)
+
+
 def run_kernel(fn, lnc, args, kwargs):
     buffer = _dtypes.shared_hbm if lnc == 2 else _dtypes.hbm
     new_args, new_kwargs, arrays = _bind(fn, args, kwargs, buffer)
@@ -103,7 +132,11 @@ def run_kernel(fn, lnc, args, kwargs):
     def body(prg_id):
         results[prg_id] = fn(*new_args, **new_kwargs)
 
-    run.run(body)
+    _shared["hbm"] = _SharedHbm()
+    try:
+        run.run(body)
+    finally:
+        _shared["hbm"] = None
     for arg in arrays:
         arg.write_back()
     hbm_bytes = sum(a.tensor._h.size_bytes for a in arrays)

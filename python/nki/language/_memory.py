@@ -17,8 +17,20 @@ def _shape(shape):
 
 
 def _hbm(shape, dtype, buffer, name):
+    """A new HBM tensor. Under LNC 2 the programs run the same allocations in the same order, and
+    the n-th shared one (nl.shared_hbm or nl.hbm) of either program is one tensor of both, as
+    the two cores share HBM; nl.private_hbm stays each program's own."""
+    region = _dtypes._region(buffer)
+    if region is not _dtypes.private_hbm and _nkisim.num_programs() > 1:
+        from nki import _kernel
+        return _kernel.shared_allocation(_shape(shape), dtype, name,
+                                         lambda: _new_hbm(shape, dtype, region, name))
+    return _new_hbm(shape, dtype, region, name)
+
+
+def _new_hbm(shape, dtype, region, name):
     view = _nkisim.TensorView.create(_shape(shape), _dtypes.c_of(dtype), name or "hbm_tensor")
-    return NkiTensor(view, _dtypes._region(buffer), name)
+    return NkiTensor(view, region, name)
 
 
 def ndarray(shape, dtype, buffer=_dtypes.sbuf, name="", address=None):

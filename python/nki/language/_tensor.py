@@ -62,7 +62,9 @@ class NkiTensor(NKIObject):
         self._h = handle
         self.buffer = buffer
         self.name = name
-        self._base = self if base is None else base
+        # The tensor this is a view of (None for a tensor that owns its storage: a reference to
+        # itself would make a cycle, and the tile would wait for the cycle collector to be freed).
+        self._base = base
         self._acc = None  # nc_matmul's accumulate=None inference, kept on the base tensor
 
     # --- attributes -------------------------------------------------------------------------
@@ -110,7 +112,7 @@ class NkiTensor(NKIObject):
         return f"NkiTensor({self.shape}, {self.dtype!r}, buffer={self.buffer.name})"
 
     def _view(self, handle):
-        return NkiTensor(handle, self.buffer, self.name, self._base)
+        return NkiTensor(handle, self.buffer, self.name, self._base or self)
 
     # --- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key):
