@@ -143,7 +143,9 @@ void Finalize() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+  if (!initialized || finalized) return;
+  ReleaseRankContexts();
+  MPI_Finalize();
 }
 
 }  // namespace

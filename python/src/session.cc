@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -12,6 +13,10 @@ namespace nkisim::python {
 namespace {
 
 KernelRun* g_current = nullptr;
+std::set<KernelRun*>& LiveRuns() {  // touched with the GIL held (construction, destruction)
+  static std::set<KernelRun*> runs;
+  return runs;
+}
 thread_local int t_prg_id = 0;
 thread_local int t_n_prgs = 1;
 
@@ -68,9 +73,15 @@ HardwareProfile ResolveProfile(const std::string& spec) {
 }
 
 KernelRun::KernelRun(int lnc, const HardwareProfile& profile, std::string name)
-    : lnc_(std::make_unique<LogicalCore>(lnc, profile)), name_(std::move(name)) {}
+    : lnc_(std::make_unique<LogicalCore>(lnc, profile)), name_(std::move(name)) {
+  LiveRuns().insert(this);
+}
 
-KernelRun::~KernelRun() = default;
+KernelRun::~KernelRun() { LiveRuns().erase(this); }
+
+void ReleaseRankContexts() {
+  for (KernelRun* run : LiveRuns()) run->rank_context().reset();
+}
 
 void KernelRun::Run(const py::function& body) {
   ScopedRun current(this);

@@ -54,6 +54,10 @@ class KernelRun {
   std::unique_ptr<collectives::RankContext> rank_context_;
 };
 
+// Drops the collectives context of every live run (their MPI communicators), before MPI ends:
+// a run kept for its report outlives MPI_Finalize.
+void ReleaseRankContexts();
+
 // The run whose kernel is executing (nullptr outside a kernel): nl ops that need the logical
 // core or the rank (collectives) find it here.
 KernelRun* CurrentRun();
