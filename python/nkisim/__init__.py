@@ -9,8 +9,8 @@
 NKISIM_REPORT=1 prints r.summary() after every kernel; NKISIM_PROFILE picks the hardware profile.
 ``nkisim.typed(array, nl.bfloat16)`` passes an array in a dtype numpy lacks (nki/_arrays.py).
 """
-import _nkisim
-from nki import _kernel
+from nki import _kernel  # first: nki sets the host BLAS up before the extension loads it
+import _nkisim  # noqa: E402
 from nki._api import api_table  # noqa: F401
 from nki._arrays import typed  # noqa: F401
 

@@ -38,63 +38,63 @@ void BindOpTable(py::module_& m) {
 }
 
 void BindElementwiseOps(py::module_& m) {
-  m.def("unary_op", &nl::unary_op);
-  m.def("activation", &nl::activation);
-  m.def("binary_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
+  DefNoGil(m, "unary_op", &nl::unary_op);
+  DefNoGil(m, "activation", &nl::activation);
+  DefNoGil(m, "binary_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
     return nl::binary_op(ToOperand(x), ToOperand(y), op, dtype);
   });
-  m.def("bitwise_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
+  DefNoGil(m, "bitwise_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
     return nl::bitwise_op(ToOperand(x), ToOperand(y), op, dtype);
   });
-  m.def("divide", [](const OperandArg& x, const OperandArg& y, OptDType dtype) {
+  DefNoGil(m, "divide", [](const OperandArg& x, const OperandArg& y, OptDType dtype) {
     return nl::divide(ToOperand(x), ToOperand(y), dtype);
   });
-  m.def("reciprocal", &nl::reciprocal);
-  m.def("dropout", [](const Tile& x, const OperandArg& rate, OptDType dtype) {
+  DefNoGil(m, "reciprocal", &nl::reciprocal);
+  DefNoGil(m, "dropout", [](const Tile& x, const OperandArg& rate, OptDType dtype) {
     return nl::dropout(x, ToOperand(rate), dtype);
   });
-  m.def("where", &nl::where);
+  DefNoGil(m, "where", &nl::where);
 }
 
 void BindReductions(py::module_& m) {
-  m.def("tensor_reduce", &nl::tensor_reduce);
-  m.def("var", &nl::var);
-  m.def("softmax", [](const Tile& x, const std::vector<int>& axis, OptDType dtype) {
+  DefNoGil(m, "tensor_reduce", &nl::tensor_reduce);
+  DefNoGil(m, "var", &nl::var);
+  DefNoGil(m, "softmax", [](const Tile& x, const std::vector<int>& axis, OptDType dtype) {
     return nl::softmax(x, axis, {.dtype = dtype});
   });
-  m.def("rms_norm", [](const Tile& x, const Tile& w, const std::vector<int>& axis, int64_t n,
+  DefNoGil(m, "rms_norm", [](const Tile& x, const Tile& w, const std::vector<int>& axis, int64_t n,
                        float epsilon, OptDType dtype, DType compute_dtype) {
     return nl::rms_norm(x, w, axis, n,
                         {.epsilon = epsilon, .dtype = dtype, .compute_dtype = compute_dtype});
   });
   // Waits for the peer program under LNC 2: without the GIL.
-  m.def("all_reduce", &nl::all_reduce, py::call_guard<py::gil_scoped_release>());
+  DefNoGil(m, "all_reduce", &nl::all_reduce);
 }
 
 void BindMemoryOps(py::module_& m) {
-  m.def("matmul", &nl::matmul);
-  m.def("transpose", &nl::transpose);
-  m.def("load", &nl::load);
-  m.def("store", &nl::store);
-  m.def("copy", &nl::copy);
-  m.def("load_transpose2d", [](const TensorView& src, OptDType dtype) {
+  DefNoGil(m, "matmul", &nl::matmul);
+  DefNoGil(m, "transpose", &nl::transpose);
+  DefNoGil(m, "load", &nl::load);
+  DefNoGil(m, "store", &nl::store);
+  DefNoGil(m, "copy", &nl::copy);
+  DefNoGil(m, "load_transpose2d", [](const TensorView& src, OptDType dtype) {
     return nl::load_transpose2d(src, dtype);
   });
-  m.def("broadcast_to", py::overload_cast<const Tile&, const Shape&>(&nl::broadcast_to));
-  m.def("broadcast_to", py::overload_cast<const TensorView&, const Shape&>(&nl::broadcast_to));
-  m.def("expand_dims", &nl::expand_dims);
-  m.def("gather_flattened", &nl::gather_flattened);
+  DefNoGil(m, "broadcast_to", py::overload_cast<const Tile&, const Shape&>(&nl::broadcast_to));
+  DefNoGil(m, "broadcast_to", py::overload_cast<const TensorView&, const Shape&>(&nl::broadcast_to));
+  DefNoGil(m, "expand_dims", &nl::expand_dims);
+  DefNoGil(m, "gather_flattened", &nl::gather_flattened);
 }
 
 void BindCreation(py::module_& m) {
-  m.def("ndarray", [](const Shape& shape, DType dtype, bool psum, const std::string& name) {
+  DefNoGil(m, "ndarray", [](const Shape& shape, DType dtype, bool psum, const std::string& name) {
     return nl::ndarray(shape, dtype, ToBuffer(psum), name);
   });
-  m.def("full", [](const Shape& shape, float value, DType dtype, bool psum, const std::string& name) {
+  DefNoGil(m, "full", [](const Shape& shape, float value, DType dtype, bool psum, const std::string& name) {
     return nl::full(shape, value, dtype, ToBuffer(psum), name);
   });
-  m.def("rand", &nl::rand);
-  m.def("random_seed", &nl::random_seed);
+  DefNoGil(m, "rand", &nl::rand);
+  DefNoGil(m, "random_seed", &nl::random_seed);
 }
 
 }  // namespace

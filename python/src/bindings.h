@@ -6,9 +6,19 @@
 
 #include <pybind11/pybind11.h>
 
+#include <utility>
+
 namespace nkisim::python {
 
 namespace py = pybind11;
+
+// Binds an instruction or op without the GIL while it runs: under LNC 2 the other program's
+// Python runs meanwhile (the C++ instructions touch no Python object; arguments are converted
+// before and results after).
+template <typename F, typename... Extra>
+void DefNoGil(py::module_& m, const char* name, F&& f, const Extra&... extra) {
+  m.def(name, std::forward<F>(f), py::call_guard<py::gil_scoped_release>(), extra...);
+}
 
 void BindErrors(py::module_& m);       // errors.cc: exception classes + translator
 void BindMemory(py::module_& m);       // bind_memory.cc: DType, Engine, Tile, TensorView
