@@ -50,8 +50,7 @@ void BindErrors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      const std::string message = std::string(ErrorCodeName(e.code())) + ": " + e.what();
-      PyErr_SetString(TypeFor(e.code()), message.c_str());
+      PyErr_Format(TypeFor(e.code()), "%s: %s", ErrorCodeName(e.code()), e.what());
     }
   });
 }
