@@ -24,14 +24,16 @@ def test_256_partition_tile():
         k(np.zeros((256, 512), np.float32))
 
 
-def test_psum_tile_over_one_bank():
-    @nki.jit
-    def k(a, b):
-        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
-        nisa.nc_matmul(dst=acc, stationary=nl.load(a), moving=nl.load(b))
+@nki.jit
+def _matmul_into_psum(a, b):
+    """One nc_matmul of a^T b into a PSUM tile as wide as b."""
+    acc = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=nl.load(a), moving=nl.load(b))
 
+
+def test_psum_tile_over_one_bank():
     with pytest.raises(nisa.NkiValidationError, match="bank|512"):
-        k(np.zeros((128, 128), np.float32), np.zeros((128, 1024), np.float32))
+        _matmul_into_psum(np.zeros((128, 128), np.float32), np.zeros((128, 1024), np.float32))
 
 
 def test_sbuf_over_capacity():
@@ -45,13 +47,8 @@ def test_sbuf_over_capacity():
 
 
 def test_matmul_mismatched_contraction():
-    @nki.jit
-    def k(a, b):
-        acc = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.psum)
-        nisa.nc_matmul(dst=acc, stationary=nl.load(a), moving=nl.load(b))
-
     with pytest.raises(nisa.NkiValidationError, match="nc_matmul.*moving.*partition"):
-        k(np.zeros((128, 128), np.float32), np.zeros((64, 256), np.float32))
+        _matmul_into_psum(np.zeros((128, 128), np.float32), np.zeros((64, 256), np.float32))
 
 
 def test_error_names_operand_and_rule():

@@ -171,26 +171,27 @@ for _fn, _name in ((divide, "divide"), (reciprocal, "reciprocal"), (copy, "copy"
     _register(_fn, _name)
 
 
-def alu_of(op, instruction, operand="op"):
-    """The ALU op of an nl op token, or NkiValidationError naming the instruction."""
-    if op is None:
-        return _nkisim.AluOp.bypass
+def _lookup(table, op, instruction, what):
     try:
-        return _ALU[op]
+        return table[op]
     except (KeyError, TypeError):
         raise _nkisim.NkiValidationError(
-            f"invalid argument: {instruction}: {operand} {getattr(op, '__name__', op)!r} is not "
-            f"an ALU operator (use nl.add, nl.multiply, nl.maximum, ...)") from None
+            f"invalid argument: {instruction}: {what[0]} {getattr(op, '__name__', op)!r} is not "
+            f"{what[1]}") from None
+
+
+def alu_of(op, instruction, operand="op"):
+    """The ALU op of an nl op token (None: bypass), or NkiValidationError naming the instruction."""
+    if op is None:
+        return _nkisim.AluOp.bypass
+    return _lookup(_ALU, op, instruction,
+                   (operand, "an ALU operator (use nl.add, nl.multiply, nl.maximum, ...)"))
 
 
 def act_of(op, instruction):
     """The activation function of an nl op token, or NkiValidationError."""
-    try:
-        return _ACT[op]
-    except (KeyError, TypeError):
-        raise _nkisim.NkiValidationError(
-            f"invalid argument: {instruction}: op {getattr(op, '__name__', op)!r} is not an "
-            f"activation function of the Scalar engine (nl.exp, nl.copy, nl.gelu, ...)") from None
+    return _lookup(_ACT, op, instruction, ("op", "an activation function of the Scalar engine "
+                                                 "(nl.exp, nl.copy, nl.gelu, ...)"))
 
 
 __all__ = sorted(list(_made) + ["divide", "reciprocal", "copy", "abs_max", "var", "softmax",
