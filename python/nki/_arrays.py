@@ -102,8 +102,9 @@ def to_host(value, torch_out=False):
         array = value._h.read()
         if torch_out:
             torch = _torch()
-            name = value.dtype.name
-            return torch.from_numpy(array).to(getattr(torch, "bool" if name == "bool_" else name))
+            name = "bool" if value.dtype.name == "bool_" else value.dtype.name
+            # A dtype torch lacks (fp8 e4m3 of trn2, uint32) stays the float32 / integer array.
+            return torch.from_numpy(array).to(getattr(torch, name, torch.from_numpy(array).dtype))
         return array
     if isinstance(value, (list, tuple)):
         return type(value)(to_host(v, torch_out) for v in value)

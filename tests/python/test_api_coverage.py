@@ -174,3 +174,31 @@ def test_mx_needs_a_trn3_profile():
 
     with pytest.raises(nisa.NkiValidationError, match="not supported"):
         k()
+
+
+def test_mx_quantize_and_matmul_on_trn3(monkeypatch):
+    monkeypatch.setenv("NKISIM_PROFILE", "trn3")
+
+    @nki.jit
+    def k():
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        ones = nl.full((128, 512), 1.0, dtype=nl.bfloat16)
+        twos = nl.full((128, 2048), 2.0, dtype=nl.bfloat16)
+        s = nl.ndarray((128, 128), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        s_scale = nl.ndarray((128, 128), dtype=nl.uint8, buffer=nl.sbuf)
+        m = nl.ndarray((128, 512), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        m_scale = nl.ndarray((128, 512), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=s_scale, value=127)
+        nisa.memset(dst=m_scale, value=127)
+        nisa.quantize_mx(dst=s, src=ones, dst_scale=s_scale)
+        nisa.quantize_mx(dst=m, src=twos, dst_scale=m_scale)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=acc, stationary=s, moving=m, stationary_scale=s_scale,
+                          moving_scale=m_scale)
+        nl.store(out, nl.copy(acc))
+        return out
+
+    out = k()
+    np.testing.assert_array_equal(out, np.full((128, 512), 4 * 128 * 2.0))
+    assert nkisim.last_run().profile["peak_mx_tflops"] > 0
+    assert nisa.get_nc_version() is nisa.nc_version.gen4

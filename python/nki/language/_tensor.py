@@ -19,6 +19,9 @@ class DynSlice:
     __slots__ = ("start", "size", "step")
 
     def __init__(self, start, size, step=1):
+        if isinstance(start, NKIObject) or isinstance(size, NKIObject):
+            raise unsupported_error("nki.language.ds with a tensor start or size",
+                                    "dynamic (run-time) slicing is not modelled")
         self.start, self.size, self.step = int(start), int(size), int(step)
 
     def __repr__(self):
