@@ -202,3 +202,43 @@ def test_mx_quantize_and_matmul_on_trn3(monkeypatch):
     np.testing.assert_array_equal(out, np.full((128, 512), 4 * 128 * 2.0))
     assert nkisim.last_run().profile["peak_mx_tflops"] > 0
     assert nisa.get_nc_version() is nisa.nc_version.gen4
+
+
+def test_registers_fori_loop_while_loop_and_scalar_offsets():
+    @nki.jit
+    def k(data, count):
+        n = data.shape[1]
+        out = nl.ndarray((1, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        bound = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=bound, src=count)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, bound)
+        cell = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+
+        def copy_one(i):  # out[0, i] = 10 * data[0, i] for i < count
+            nisa.dma_copy(dst=cell, src=data.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1))
+            nisa.tensor_scalar(dst=cell, data=cell, op0=nl.multiply, operand0=10.0)
+            nisa.dma_copy(dst=out.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1), src=cell)
+
+        nl.fori_loop(0, reg, copy_one)
+        left = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=left, src=count)
+        one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=one, value=1)
+        total = nl.zeros((1, 1), dtype=nl.float32)
+
+        def add_one(r):  # total = count, one loop trip at a time
+            nisa.tensor_scalar(dst=total, data=total, op0=nl.add, operand0=1.0)
+            nisa.tensor_tensor(dst=left, data1=left, data2=one, op=nl.subtract)
+            nisa.register_load(r, left)
+            return r
+
+        nl.while_loop(reg, add_one)
+        summed = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(summed, total)
+        return out, summed, data.select(1, bound)
+
+    data = np.arange(8, dtype=np.float32).reshape(1, 8)
+    out, summed, picked = k(data, np.array([[5]], np.int32))
+    np.testing.assert_array_equal(out, [[0, 10, 20, 30, 40, 0, 0, 0]])
+    assert summed[0, 0] == 5 and picked[0] == 5

@@ -403,20 +403,12 @@ for _name, _reason in {
         "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
         "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",
         "rand_get_state": "the PRNG state is not exposed", "rand_set_state": "use nl.random_seed",
-        "register_alloc": "engine registers (dynamic control flow) are not modelled",
-        "register_load": "engine registers are not modelled",
-        "register_move": "engine registers are not modelled",
-        "register_store": "engine registers are not modelled",
 }.items():
     globals()[_name] = _api.unsupported(_M, _name, _reason)
 
 
-class VirtualRegister(NKIObject):
-    def __init__(self, *args, **kwargs):
-        raise _api.unsupported_error("nki.isa.VirtualRegister", "engine registers are not modelled")
-
-
-_api._UNSUPPORTED.setdefault(_M, {})["VirtualRegister"] = "engine registers are not modelled"
+from nki._register import (  # noqa: E402,F401
+    VirtualRegister, register_alloc, register_load, register_move, register_store)
 _api.reference_names(_M, """
 NkiInstruction NkiValidationError VirtualRegister activate2 activation activation_reduce
 affine_select bn_aggr bn_stats core_barrier dge_mode dma_compute dma_copy dma_engine

@@ -7,6 +7,8 @@ import _nkisim
 
 
 def _range(start, stop=None, step=1):
+    # Bounds may be ints or registers (dynamic_range): a register's value is known, as the kernel
+    # runs eagerly.
     if stop is None:
         start, stop = 0, start
     return range(int(start), int(stop), int(step))
@@ -19,16 +21,17 @@ dynamic_range = _range
 
 
 def fori_loop(lower, upper, body_fun, step=1):
-    """Calls body_fun(i) for i in range(lower, upper, step)."""
+    """Calls body_fun(i) for i in range(lower, upper, step), i as a VirtualRegister."""
+    from nki._register import VirtualRegister
     for i in range(int(lower), int(upper), int(step)):
-        body_fun(i)
+        body_fun(VirtualRegister(i))
 
 
 def while_loop(init, body_fun):
-    """Calls body_fun() while it returns a true value (init: the first condition)."""
-    cond = init
-    while bool(cond):
-        cond = body_fun()
+    """r = init; while r != 0: r = body_fun(r)."""
+    r = init
+    while int(r) != 0:
+        r = body_fun(r)
 
 
 def program_id(axis=0):

@@ -51,8 +51,6 @@ _REASONS = {
     "rearrange": "einops-style patterns are not parsed; use reshape / permute",
     "vector_select": "per-partition indirect DMA addressing is not modelled",
     "indirect": "tensor indirection (NeuronCore-v4) is not modelled",
-    "select": "a dynamic (tensor) index is not modelled; use an integer",
-    "__getitem__": "a tensor used as an index (dynamic addressing) is not modelled",
 }
 
 
@@ -145,8 +143,6 @@ class NkiTensor(NKIObject):
                     dim += 1
                 else:
                     h = h.select(dim, index)
-            elif isinstance(k, NkiTensor):
-                raise _not_here("__getitem__")
             else:
                 raise TypeError(f"NkiTensor index {k!r}: use int, slice, ..., or nl.ds")
         return self._view(h)
@@ -167,9 +163,10 @@ class NkiTensor(NKIObject):
         return self._view(self._h.slice(dim, start, end, step))
 
     def select(self, dim, index):
-        if isinstance(index, NkiTensor):
-            raise _not_here("select")
-        return self._view(self._h.select(dim, int(index)))
+        """Drops `dim` at `index`: an int, a register, or a one-element tensor whose value is read
+        now (the kernel runs eagerly, so the hardware's run-time index is known)."""
+        from nki._register import _int
+        return self._view(self._h.select(dim, _int(index)))
 
     def reshape(self, shape):
         shape = tuple(int(s) for s in shape)
@@ -231,10 +228,15 @@ class NkiTensor(NKIObject):
            dtype=None):
         if self.on_chip:
             raise _not_here("ap")
-        if scalar_offset is not None or vector_offset is not None:
+        if vector_offset is not None:
             raise _not_here("vector_select")
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
         base = h.offset + (0 if offset is None else int(offset))
+        if scalar_offset is not None:
+            # The offset's value is known now (an int, a register, or a one-element tensor read
+            # by the host): the access lands where the hardware's indirect DMA would put it.
+            from nki._register import _int
+            base += _int(scalar_offset) * h.strides[indirect_dim]
         return self._view(h.ap(base, [(int(s), int(c)) for s, c in pattern]))
 
     def get_pattern(self):
