@@ -57,6 +57,8 @@ class Kernel:
         return Kernel(self.fn, int(lnc), self.options)
 
     def __call__(self, *args, **kwargs):
+        if _nkisim.in_kernel():
+            return self.fn(*args, **kwargs)  # a kernel called from a kernel runs inline
         return run_kernel(self.fn, self.lnc, args, kwargs)
 
 

@@ -242,3 +242,19 @@ def test_registers_fori_loop_while_loop_and_scalar_offsets():
     out, summed, picked = k(data, np.array([[5]], np.int32))
     np.testing.assert_array_equal(out, [[0, 10, 20, 30, 40, 0, 0, 0]])
     assert summed[0, 0] == 5 and picked[0] == 5
+
+
+def test_a_kernel_called_from_a_kernel_runs_inline():
+    @nki.jit
+    def inner(t):
+        return nl.multiply(t, 3.0)
+
+    @nki.jit
+    def outer(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, inner(nl.load(x)))
+        return out
+
+    x = np.ones((128, 4), np.float32)
+    np.testing.assert_array_equal(outer(x), 3 * x)
+    assert nkisim.last_run().name == "outer"
