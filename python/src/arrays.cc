@@ -67,4 +67,15 @@ py::array ReadArray(const TensorView& t) {
 
 py::array ReadTile(const Tile& t) { return FloatArray(t.ToFloats(), t.shape()); }
 
+void WriteTile(const Tile& t, const py::array& array) {
+  if (array.size() != t.numel()) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("array -> tile ", t.Describe(), ": the array holds ", array.size(),
+                 " elements, the tile ", t.numel()));
+  }
+  auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!values) throw py::error_already_set();
+  t.FromFloats(std::vector<float>(values.data(), values.data() + values.size()));
+}
+
 }  // namespace nkisim::python

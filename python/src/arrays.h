@@ -28,5 +28,8 @@ void WriteArray(const TensorView& t, const py::array& array);
 py::array ReadArray(const TensorView& t);
 // A tile's values as a new float32 array of its shape (host read: no simulated cost).
 py::array ReadTile(const Tile& t);
+// Writes `array` (t's element count, any numeric dtype: cast to float32) into the tile (host
+// write: no simulated cost). Throws Error(kInvalidArgument) naming both sizes on a mismatch.
+void WriteTile(const Tile& t, const py::array& array);
 
 }  // namespace nkisim::python

@@ -97,6 +97,7 @@ void BindTile(py::module_& m) {
       .def("bitcast", &Tile::bitcast)
       .def("same_buffer", &Tile::SameBuffer)
       .def("read", &ReadTile)
+      .def("write", &WriteTile)
       .def("__repr__", [](const Tile& t) { return "Tile(" + t.Describe() + ")"; });
 }
 

@@ -49,6 +49,17 @@ def gather_in_pairs(x, world):
     return out
 
 
+@nki.jit
+def gather_sbuf_columns(x, world):
+    """all_gather of an SBUF tile along its free dim (collective_dim=1): out[P, world * F]."""
+    t = nl.load(x)
+    g = nl.ndarray((x.shape[0], world * x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_gather([t], [g], replica_group=[list(range(world))], collective_dim=1)
+    out = nl.ndarray(g.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, g)
+    return out
+
+
 def main():
     world = int(sys.argv[1])
     rank = ncc.rank_id()
@@ -65,6 +76,8 @@ def main():
     mate = rank ^ 1
     first, second = sorted((rank, mate))
     ok &= np.array_equal(pair, np.concatenate([rank_input(first, shape), rank_input(second, shape)]))
+    cols = gather_sbuf_columns(rank_input(rank, (128, 16)), world)
+    ok &= np.array_equal(cols, np.concatenate([rank_input(r, (128, 16)) for r in range(world)], 1))
     print(f"rank {rank}/{world}: {'OK' if ok else 'WRONG'} all_gather {t_gather:.0f} ns "
           f"(collective busy {busy:.0f} ns), all_reduce {t_reduce:.0f} ns", flush=True)
     return 0 if ok and busy > 0 else 1

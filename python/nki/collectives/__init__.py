@@ -58,7 +58,10 @@ def _groups(replica_group):
     return groups
 
 
-def _hbm_pairs(srcs, dsts, name):
+def _pairs(srcs, dsts, name, sbuf_ok=True):
+    """(src, dst) runtime handle pairs, all HBM or all SBUF as the 0.6 reference requires. An
+    SBUF pair is staged through host-side HBM tensors (see _Staged); the collective's cost is the
+    collective model's, as for HBM tensors."""
     srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
     dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
     if len(srcs) != len(dsts):
@@ -68,10 +71,45 @@ def _hbm_pairs(srcs, dsts, name):
         if not isinstance(t, NkiTensor):
             raise _nkisim.NkiValidationError(
                 f"invalid argument: {name}: {t!r} is not an NkiTensor")
-        if t.on_chip:
-            raise _api.unsupported_error(f"{_M}.{name} on SBUF tensors",
-                                         "nkisim's collectives move HBM tensors")
-    return [(s._h, d._h) for s, d in zip(srcs, dsts)]
+    on_chip = {t.on_chip for t in srcs + dsts}
+    if on_chip == {False}:
+        return [(s._h, d._h) for s, d in zip(srcs, dsts)]
+    if len(on_chip) > 1 or len(srcs) > 1:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {name}: tensors must be all in HBM or all in SBUF, and SBUF "
+            f"collectives take one tensor each (the 0.6 reference's rule)")
+    if not sbuf_ok:
+        raise _api.unsupported_error(f"{_M}.{name} on SBUF tensors",
+                                     "the 0.6 reference supports HBM tensors only")
+    return [_Staged(srcs[0], dsts[0])]
+
+
+class _Staged:
+    """An SBUF collective run on HBM copies: the source tile's values into an HBM tensor before,
+    the result into the destination tile after (host copies, no instruction: the collective
+    advances every engine past its end, so later instructions wait for it as for the hardware's
+    SBUF collective)."""
+
+    def __init__(self, src, dst):
+        self.src, self.dst = src, dst
+
+    def stage(self):
+        """The HBM (src, dst) pair the collective runs on."""
+        s = _nkisim.TensorView.create(list(self.src.shape), self.src._h.dtype, "sbuf_src")
+        s.write(self.src.numpy())
+        self.out = _nkisim.TensorView.create(list(self.dst.shape), self.dst._h.dtype, "sbuf_dst")
+        return s, self.out
+
+    def finish(self):
+        self.dst._h.write(self.out.read())
+
+
+def _run(pairs, collective):
+    for pair in pairs:
+        staged = isinstance(pair, _Staged)
+        collective(*(pair.stage() if staged else pair))
+        if staged:
+            pair.finish()
 
 
 def _check_sum(op, name):
@@ -87,15 +125,14 @@ def rank_id(name=None):
 
 def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
     groups = _groups(replica_group)
-    for s, d in _hbm_pairs(srcs, dsts, "all_gather"):
-        _coll.all_gather(groups, s, d, int(collective_dim))
+    _run(_pairs(srcs, dsts, "all_gather"),
+         lambda s, d: _coll.all_gather(groups, s, d, int(collective_dim)))
 
 
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     _check_sum(op, "all_reduce")
     groups = _groups(replica_group)
-    for s, d in _hbm_pairs(srcs, dsts, "all_reduce"):
-        _coll.all_reduce(groups, s, d)
+    _run(_pairs(srcs, dsts, "all_reduce"), lambda s, d: _coll.all_reduce(groups, s, d))
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None, name=None):
@@ -104,20 +141,19 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None,
         raise _api.unsupported_error(f"{_M}.reduce_scatter(collective_dim != 0)",
                                      "the 0.6 reference supports only 0")
     groups = _groups(replica_group)
-    for s, d in _hbm_pairs(srcs, dsts, "reduce_scatter"):
-        _coll.reduce_scatter(groups, s, d)
+    _run(_pairs(srcs, dsts, "reduce_scatter"), lambda s, d: _coll.reduce_scatter(groups, s, d))
 
 
 def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
     groups = _groups(replica_group)
-    for s, d in _hbm_pairs(srcs, dsts, "all_to_all"):
-        _coll.all_to_all(groups, s, d, int(collective_dim))
+    _run(_pairs(srcs, dsts, "all_to_all", sbuf_ok=False),
+         lambda s, d: _coll.all_to_all(groups, s, d, int(collective_dim)))
 
 
 def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None):
     """Each (source, target) pair sends source's src to target's dst. Every rank walks the pairs
     in the same order, so the exchanges cannot deadlock."""
-    ((s, d),) = _hbm_pairs(srcs, dsts, "collective_permute")
+    ((s, d),) = _pairs(srcs, dsts, "collective_permute", sbuf_ok=False)
     rank = _world()[0]
     for i, (source, target) in enumerate(source_target_pairs):
         if rank == source and rank == target:
