@@ -1,6 +1,7 @@
-"""all_gather and all_reduce kernels across the ranks of `nkisim python --ranks N`, each rank
-checking its result against numpy (inputs are f(rank, index), so every rank knows everyone's).
-Prints one line per rank and exits 1 when a check fails. Run by test_collectives.py."""
+"""all_gather (HBM and SBUF), all_reduce, reduce_scatter, all_to_all and collective_permute
+kernels across the ranks of `nkisim python --ranks N`, each rank checking its result against
+numpy (inputs are f(rank, index), so every rank knows everyone's). Prints one line per rank and
+exits 1 when a check fails. Run by test_collectives.py."""
 import sys
 
 import numpy as np
@@ -60,6 +61,33 @@ def gather_sbuf_columns(x, world):
     return out
 
 
+@nki.jit
+def scatter_alltoall_permute(x, world):
+    """reduce_scatter (rank r gets chunk r of the sum), all_to_all (chunk j to rank j) and a ring
+    collective_permute (rank r's x to rank r + 1) of x[world * 128, C]."""
+    rows, cols = x.shape
+    group = ncc.ReplicaGroup([list(range(world))])
+    mine = nl.ndarray((rows // world, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.reduce_scatter([x], [mine], replica_group=group, collective_dim=0, op=nl.add)
+    swapped = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_to_all([x], [swapped], replica_group=group, collective_dim=0)
+    passed = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    ring = [(r, (r + 1) % world) for r in range(world)]
+    ncc.collective_permute([x], [passed], source_target_pairs=ring)
+    return mine, swapped, passed
+
+
+def check_scatter_alltoall_permute(rank, world):
+    shape = (world * 128, 64)
+    mine, swapped, passed = scatter_alltoall_permute(rank_input(rank, shape), world)
+    chunk = lambda a, j: a[j * 128:(j + 1) * 128]  # noqa: E731
+    total = sum(rank_input(r, shape) for r in range(world))
+    ok = np.array_equal(mine, chunk(total, rank))
+    ok &= np.array_equal(swapped, np.concatenate([chunk(rank_input(r, shape), rank)
+                                                  for r in range(world)]))
+    return ok & np.array_equal(passed, rank_input((rank - 1) % world, shape))
+
+
 def main():
     world = int(sys.argv[1])
     rank = ncc.rank_id()
@@ -76,6 +104,7 @@ def main():
     mate = rank ^ 1
     first, second = sorted((rank, mate))
     ok &= np.array_equal(pair, np.concatenate([rank_input(first, shape), rank_input(second, shape)]))
+    ok &= check_scatter_alltoall_permute(rank, world)
     cols = gather_sbuf_columns(rank_input(rank, (128, 16)), world)
     ok &= np.array_equal(cols, np.concatenate([rank_input(r, (128, 16)) for r in range(world)], 1))
     print(f"rank {rank}/{world}: {'OK' if ok else 'WRONG'} all_gather {t_gather:.0f} ns "
