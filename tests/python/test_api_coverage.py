@@ -258,3 +258,17 @@ def test_a_kernel_called_from_a_kernel_runs_inline():
     x = np.ones((128, 4), np.float32)
     np.testing.assert_array_equal(outer(x), 3 * x)
     assert nkisim.last_run().name == "outer"
+
+
+def test_truth_of_a_tile_identity_in_sbuf_and_1d_tiles():
+    @nki.jit
+    def k():
+        eye = nl.shared_identity_matrix(n=128, dtype=nl.float32)
+        ones = nl.full((128, 128), 1.0, dtype=nl.float32)
+        result = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=result, src=nl.matmul(eye, ones, transpose_x=True))
+        column = nl.full((128,), 2.0, dtype=nl.float32)  # a 1-D tile: (128, 1)
+        return (bool(nl.equal(result, ones)), bool(nl.equal(result, eye)), column.shape,
+                bool(nl.equal(nl.abs(nl.negative(ones)), ones)))
+
+    assert k() == (True, False, (128, 1), True)

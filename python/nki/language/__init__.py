@@ -10,6 +10,7 @@ from nki.language._dtypes import (  # noqa: F401
 from nki.language._tensor import NKIObject, NkiTensor, ds  # noqa: F401
 from nki.language._ops import *  # noqa: F401,F403
 from nki.language._ops import alu_of, act_of  # noqa: F401
+from nki.language import _ops
 from nki.language._memory import (  # noqa: F401
     broadcast_to, device_print, empty_like, expand_dims, full, gather_flattened, load,
     load_transpose2d, ndarray, ones, rand, random_seed, shared_constant, shared_identity_matrix,
@@ -22,6 +23,7 @@ _M = "nki.language"
 abs_min = _api.unsupported(_M, "abs_min", "the Vector ALU of the runtime has no abs_min op")
 average = _api.unsupported(_M, "average", "no average reduction in the runtime's ALU")
 prelu = _api.unsupported(_M, "prelu", "no parametric-ReLU activation in the runtime")
+_api._UNSUPPORTED.setdefault(_M, {})["abs_max"] = "as a function: " + _ops._ABS_MAX_REASON
 for _name, _reason in _UNSUPPORTED_DTYPES.items():
     _api._UNSUPPORTED.setdefault(_M, {})[_name] = _reason
 

@@ -16,6 +16,12 @@ def _shape(shape):
     return [int(s) for s in shape]
 
 
+def _tile_shape(shape):
+    """An on-chip shape: a 1-D (P,) becomes (P, 1), as a tile has a partition and a free dim."""
+    shape = _shape(shape)
+    return shape + [1] if len(shape) == 1 else shape
+
+
 def _hbm(shape, dtype, buffer, name):
     """A new HBM tensor. Under LNC 2 the programs run the same allocations in the same order, and
     the n-th shared one (nl.shared_hbm or nl.hbm) of either program is one tensor of both, as
@@ -38,7 +44,7 @@ def ndarray(shape, dtype, buffer=_dtypes.sbuf, name="", address=None):
     dtype = _dtypes.resolve(dtype)
     if _dtypes.is_hbm(buffer):
         return _hbm(shape, dtype, buffer, name)
-    tile = _nl.ndarray(_shape(shape), dtype.c, _dtypes.is_psum(buffer), name or "ndarray")
+    tile = _nl.ndarray(_tile_shape(shape), dtype.c, _dtypes.is_psum(buffer), name or "ndarray")
     return NkiTensor(tile, _dtypes._region(buffer), name)
 
 
@@ -49,7 +55,7 @@ def full(shape, fill_value, dtype, buffer=_dtypes.sbuf, name=""):
         t = _hbm(shape, dtype, buffer, name)
         t._h.write(np.full(_shape(shape), fill_value, dtype=np.float32))
         return t
-    tile = _nl.full(_shape(shape), float(fill_value), dtype.c, _dtypes.is_psum(buffer),
+    tile = _nl.full(_tile_shape(shape), float(fill_value), dtype.c, _dtypes.is_psum(buffer),
                     name or "full")
     return NkiTensor(tile, _dtypes._region(buffer), name)
 
@@ -125,8 +131,9 @@ def broadcast_to(x, shape, dtype=None):
 
 
 def shared_constant(constant, dtype=None):
-    """An HBM tensor holding a host array (a constant the kernel reads)."""
-    array = np.asarray(constant)
+    """An HBM tensor holding a host array or a .npy file's (a constant the kernel reads; loaded
+    before the kernel runs, so it costs no instruction)."""
+    array = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
     d = _dtypes.resolve(dtype) if dtype is not None else _dtypes.resolve(array.dtype)
     t = _hbm(array.shape, d, _dtypes.shared_hbm, "shared_constant")
     t._h.write(array)
@@ -134,11 +141,12 @@ def shared_constant(constant, dtype=None):
 
 
 def shared_identity_matrix(n, dtype=_dtypes.uint8, dst=None):
-    eye = np.eye(int(n), dtype=np.float32)
-    if dst is not None:
-        dst._h.write(eye)
-        return dst
-    return shared_constant(eye, dtype)
+    """The n x n identity in SBUF (or in dst), a constant loaded before the kernel runs: written
+    by the host, no instruction."""
+    if dst is None:
+        dst = ndarray((int(n), int(n)), dtype, buffer=_dtypes.sbuf, name="identity")
+    dst._h.write(np.eye(int(n), dtype=np.float32))
+    return dst
 
 
 def device_print(print_prefix, tensor):

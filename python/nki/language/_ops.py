@@ -109,17 +109,14 @@ def copy(x, dtype=None):
     return wrap(_nl.copy(_tile(x, "copy", "x"), _dtypes.c_of(dtype)))
 
 
+_ABS_MAX_REASON = ("NKI 0.6's nl.abs_max returns the signed value of larger magnitude; the "
+                   "runtime's abs_max ALU op gives max(|x|, |y|), which is what it means as a nisa "
+                   "op token (op=nl.abs_max)")
+
+
 def abs_max(x, y, dtype=None):
-    """max(|x|, |y|) on the Vector engine (one tensor_tensor, or tensor_scalar for an immediate)."""
-    from nki import isa as nisa
-    from nki.language._memory import ndarray
-    ref = x if isinstance(x, NkiTensor) else y
-    out = ndarray(ref.shape, dtype or ref.dtype, buffer=_dtypes.sbuf)
-    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
-        nisa.tensor_tensor(dst=out, data1=x, data2=y, op=abs_max)
-    else:
-        nisa.tensor_scalar(dst=out, data=ref, op0=abs_max, operand0=float(y if ref is x else x))
-    return out
+    from nki._api import unsupported_error
+    raise unsupported_error("nki.language.abs_max", _ABS_MAX_REASON)
 
 
 def var(x, axis, dtype=None, keepdims=False):
@@ -169,6 +166,7 @@ bypass = _token("bypass", alu=_nkisim.AluOp.bypass)
 for _fn, _name in ((divide, "divide"), (reciprocal, "reciprocal"), (copy, "copy"),
                    (abs_max, "abs_max")):
     _register(_fn, _name)
+abs_max._nkisim_unsupported = _ABS_MAX_REASON
 
 
 def _lookup(table, op, instruction, what):
