@@ -2,13 +2,12 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "launcher/job/mpirun.h"
 #include "runtime/error.h"

@@ -16,8 +16,8 @@ namespace nkisim::launcher {
 
 struct PythonOptions {
   int ranks = 1;
-  std::string profile;      // NKISIM_PROFILE: a profile name (trn2, trn3) or file; "" keeps it
-  bool report = false;      // NKISIM_REPORT=1
+  std::string profile;  // NKISIM_PROFILE: a profile name (trn2, trn3) or file; "" keeps it
+  bool report = false;  // NKISIM_REPORT=1
   std::string python = "/usr/bin/python3";
   std::string script;
   std::vector<std::string> args;

@@ -22,14 +22,22 @@ py::array FloatArray(const std::vector<float>& values, const Shape& shape) {
 
 std::optional<py::dtype> NativeNumpyDType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return py::dtype::of<float>();
-    case DType::kFloat16: return py::dtype("float16");
-    case DType::kInt8: return py::dtype::of<int8_t>();
-    case DType::kUInt8: return py::dtype::of<uint8_t>();
-    case DType::kInt32: return py::dtype::of<int32_t>();
-    case DType::kUInt16: return py::dtype::of<uint16_t>();
-    case DType::kUInt32: return py::dtype::of<uint32_t>();
-    default: return std::nullopt;
+    case DType::kFloat32:
+      return py::dtype::of<float>();
+    case DType::kFloat16:
+      return py::dtype("float16");
+    case DType::kInt8:
+      return py::dtype::of<int8_t>();
+    case DType::kUInt8:
+      return py::dtype::of<uint8_t>();
+    case DType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DType::kUInt16:
+      return py::dtype::of<uint16_t>();
+    case DType::kUInt32:
+      return py::dtype::of<uint32_t>();
+    default:
+      return std::nullopt;
   }
 }
 
@@ -69,9 +77,8 @@ py::array ReadTile(const Tile& t) { return FloatArray(t.ToFloats(), t.shape()); 
 
 void WriteTile(const Tile& t, const py::array& array) {
   if (array.size() != t.numel()) {
-    Raise(ErrorCode::kInvalidArgument,
-          StrCat("array -> tile ", t.Describe(), ": the array holds ", array.size(),
-                 " elements, the tile ", t.numel()));
+    Raise(ErrorCode::kInvalidArgument, StrCat("array -> tile ", t.Describe(), ": the array holds ",
+                                              array.size(), " elements, the tile ", t.numel()));
   }
   auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
   if (!values) throw py::error_already_set();

@@ -4,9 +4,9 @@
 // out. The package (python/nki/_arrays.py) states the rule for users.
 #pragma once
 
-#include <optional>
-
 #include <pybind11/numpy.h>
+
+#include <optional>
 
 #include "runtime/dtype.h"
 #include "runtime/tensor_view.h"

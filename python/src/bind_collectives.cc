@@ -8,7 +8,6 @@
 // then takes part in the communicator split, and none waits for a rank that never comes.
 #include <dlfcn.h>
 #include <mpi.h>
-
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -106,12 +105,15 @@ const std::string& GroupSetFor(const Groups& groups) {
   for (int r = 0; r < w.size; ++r) {
     if (set.group_of_rank[r] == -1) {
       Raise(ErrorCode::kNotSupported,
-            StrCat("replica_group ", name, ": rank ", r, " is in no group; nkisim needs the "
-                   "groups to cover all ", w.size, " ranks (add [", r, "] as a group of its own)"));
+            StrCat("replica_group ", name, ": rank ", r,
+                   " is in no group; nkisim needs the "
+                   "groups to cover all ",
+                   w.size, " ranks (add [", r, "] as a group of its own)"));
     }
   }
   if (w.topology.group_sets.size() == kMaxGroupSets) {
-    Raise(ErrorCode::kNotSupported, StrCat("more than ", kMaxGroupSets, " distinct replica groups"));
+    Raise(ErrorCode::kNotSupported,
+          StrCat("more than ", kMaxGroupSets, " distinct replica groups"));
   }
   w.topology.group_sets.push_back(std::move(set));
   return w.topology.group_sets.back().name;
@@ -123,13 +125,14 @@ collectives::RankContext& Context() {
     Raise(ErrorCode::kInvalidArgument, "nki.collectives: called outside a kernel");
   }
   if (run->lnc().lnc() != 1) {
-    Raise(ErrorCode::kNotSupported, "nki.collectives: a collective inside an LNC 2 kernel is not "
-                                    "modelled (launch the collective kernel with LNC 1)");
+    Raise(ErrorCode::kNotSupported,
+          "nki.collectives: a collective inside an LNC 2 kernel is not "
+          "modelled (launch the collective kernel with LNC 1)");
   }
   auto& ctx = run->rank_context();
   if (!ctx) {
-    ctx = std::make_unique<collectives::RankContext>(MPI_COMM_WORLD, GetWorld().topology,
-                                                     run->lnc());
+    ctx =
+        std::make_unique<collectives::RankContext>(MPI_COMM_WORLD, GetWorld().topology, run->lnc());
   }
   return *ctx;
 }
@@ -156,24 +159,40 @@ void BindCollectives(py::module_& m) {
   c.def("finalize", &Finalize);
   c.def("abort", [](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
   py::call_guard<py::gil_scoped_release> no_gil;
-  c.def("all_gather", [](const Groups& g, const TensorView& in, const TensorView& out, int dim) {
-    collectives::all_gather(Context(), GroupOf(g), in, out, dim);
-  }, no_gil);
-  c.def("all_reduce", [](const Groups& g, const TensorView& in, const TensorView& out) {
-    collectives::all_reduce(Context(), GroupOf(g), in, out);
-  }, no_gil);
-  c.def("reduce_scatter", [](const Groups& g, const TensorView& in, const TensorView& out) {
-    collectives::reduce_scatter(Context(), GroupOf(g), in, out);
-  }, no_gil);
-  c.def("all_to_all", [](const Groups& g, const TensorView& in, const TensorView& out, int dim) {
-    collectives::all_to_all(Context(), GroupOf(g), in, out, dim);
-  }, no_gil);
-  c.def("send", [](const TensorView& t, int dest, int tag) {
-    collectives::send(Context(), t, dest, tag);
-  }, no_gil);
-  c.def("recv", [](const TensorView& t, int source, int tag) {
-    collectives::recv(Context(), t, source, tag);
-  }, no_gil);
+  c.def(
+      "all_gather",
+      [](const Groups& g, const TensorView& in, const TensorView& out, int dim) {
+        collectives::all_gather(Context(), GroupOf(g), in, out, dim);
+      },
+      no_gil);
+  c.def(
+      "all_reduce",
+      [](const Groups& g, const TensorView& in, const TensorView& out) {
+        collectives::all_reduce(Context(), GroupOf(g), in, out);
+      },
+      no_gil);
+  c.def(
+      "reduce_scatter",
+      [](const Groups& g, const TensorView& in, const TensorView& out) {
+        collectives::reduce_scatter(Context(), GroupOf(g), in, out);
+      },
+      no_gil);
+  c.def(
+      "all_to_all",
+      [](const Groups& g, const TensorView& in, const TensorView& out, int dim) {
+        collectives::all_to_all(Context(), GroupOf(g), in, out, dim);
+      },
+      no_gil);
+  c.def(
+      "send",
+      [](const TensorView& t, int dest, int tag) { collectives::send(Context(), t, dest, tag); },
+      no_gil);
+  c.def(
+      "recv",
+      [](const TensorView& t, int source, int tag) {
+        collectives::recv(Context(), t, source, tag);
+      },
+      no_gil);
 }
 
 }  // namespace nkisim::python

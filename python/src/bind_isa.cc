@@ -44,69 +44,81 @@ void BindDma(py::module_& m) {
     options.queue = q;
     return options;
   };
-  DefNoGil(m, "dma_copy", [queue](const Tile& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-        py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(m, "dma_copy", [queue](const TensorView& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-        py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(m, "dma_copy", [queue](const Tile& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-        py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(m, "dma_copy", [queue](const TensorView& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-        py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+  DefNoGil(
+      m, "dma_copy",
+      [queue](const Tile& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+  DefNoGil(
+      m, "dma_copy",
+      [queue](const TensorView& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+  DefNoGil(
+      m, "dma_copy",
+      [queue](const Tile& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+  DefNoGil(
+      m, "dma_copy",
+      [queue](const TensorView& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
   DefNoGil(m, "dma_transpose", &nisa::dma_transpose, py::arg("dst"), py::arg("src"),
-        py::arg("mode") = nisa::DgeMode::kAuto);
+           py::arg("mode") = nisa::DgeMode::kAuto);
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
 }
 
 void BindPe(py::module_& m) {
-  DefNoGil(m, "nc_matmul",
-        [](const Tile& dst, const Tile& stationary, const Tile& moving, bool accumulate,
-           bool double_row) {
-          nisa::nc_matmul(dst, stationary, moving,
-                          {.accumulate = accumulate,
-                           .perf_mode = double_row ? nisa::PerfMode::kDoubleRow
-                                                   : nisa::PerfMode::kNone});
-        },
-        py::arg("dst"), py::arg("stationary"), py::arg("moving"), py::arg("accumulate"),
-        py::arg("double_row") = false);
+  DefNoGil(
+      m, "nc_matmul",
+      [](const Tile& dst, const Tile& stationary, const Tile& moving, bool accumulate,
+         bool double_row) {
+        nisa::nc_matmul(
+            dst, stationary, moving,
+            {.accumulate = accumulate,
+             .perf_mode = double_row ? nisa::PerfMode::kDoubleRow : nisa::PerfMode::kNone});
+      },
+      py::arg("dst"), py::arg("stationary"), py::arg("moving"), py::arg("accumulate"),
+      py::arg("double_row") = false);
   DefNoGil(m, "nc_transpose", &nisa::nc_transpose);
   DefNoGil(m, "quantize_mx", &nisa::quantize_mx);
-  DefNoGil(m, "nc_matmul_mx",
-        [](const Tile& dst, const Tile& s, const Tile& mv, const Tile& ss, const Tile& ms,
-           bool accumulate) { nisa::nc_matmul_mx(dst, s, mv, ss, ms, {.accumulate = accumulate}); });
+  DefNoGil(
+      m, "nc_matmul_mx",
+      [](const Tile& dst, const Tile& s, const Tile& mv, const Tile& ss, const Tile& ms,
+         bool accumulate) { nisa::nc_matmul_mx(dst, s, mv, ss, ms, {.accumulate = accumulate}); });
 }
 
 void BindElementwise(py::module_& m) {
   DefNoGil(m, "tensor_tensor", &nisa::tensor_tensor);
   DefNoGil(m, "tensor_scalar",
-        [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
-           bool reverse0, nisa::AluOp op1, const ScalarArg& operand1, bool reverse1, Engine e) {
-          nisa::tensor_scalar(dst, data,
-                              {op0, ToScalar(operand0), reverse0, op1, ToScalar(operand1), reverse1},
-                              e);
-        });
+           [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
+              bool reverse0, nisa::AluOp op1, const ScalarArg& operand1, bool reverse1, Engine e) {
+             nisa::tensor_scalar(
+                 dst, data, {op0, ToScalar(operand0), reverse0, op1, ToScalar(operand1), reverse1},
+                 e);
+           });
   DefNoGil(m, "scalar_tensor_tensor",
-        [](const Tile& dst, const Tile& data0, nisa::AluOp op0, const ScalarArg& scalar,
-           nisa::AluOp op1, const Tile& data1, Engine e) {
-          nisa::scalar_tensor_tensor(dst, data0, op0, ToScalar(scalar), op1, data1, e);
-        });
+           [](const Tile& dst, const Tile& data0, nisa::AluOp op0, const ScalarArg& scalar,
+              nisa::AluOp op1, const Tile& data1, Engine e) {
+             nisa::scalar_tensor_tensor(dst, data0, op0, ToScalar(scalar), op1, data1, e);
+           });
   DefNoGil(m, "activation",
-        [](const Tile& dst, nisa::ActFn fn, const Tile& data, const ScalarArg& scale,
-           const std::optional<Tile>& bias, nisa::AluOp reduce_op,
-           const std::optional<Tile>& reduce_res) {
-          nisa::activation(dst, fn, data,
-                           {.scale = ToScalar(scale), .bias = bias.value_or(Tile()),
-                            .reduce_op = reduce_op, .reduce_res = reduce_res.value_or(Tile())});
-        });
+           [](const Tile& dst, nisa::ActFn fn, const Tile& data, const ScalarArg& scale,
+              const std::optional<Tile>& bias, nisa::AluOp reduce_op,
+              const std::optional<Tile>& reduce_res) {
+             nisa::activation(dst, fn, data,
+                              {.scale = ToScalar(scale),
+                               .bias = bias.value_or(Tile()),
+                               .reduce_op = reduce_op,
+                               .reduce_res = reduce_res.value_or(Tile())});
+           });
   DefNoGil(m, "tensor_copy", &nisa::tensor_copy);
   DefNoGil(m, "reciprocal", &nisa::reciprocal);
   DefNoGil(m, "select", &nisa::select);
   DefNoGil(m, "memset", &nisa::memset);
   DefNoGil(m, "iota", &nisa::iota);
   DefNoGil(m, "tensor_reduce",
-        [](const Tile& dst, nisa::AluOp op, const Tile& data, const std::vector<int>& axes,
-           bool mean, bool negate) {
-          nisa::tensor_reduce(dst, op, data, axes, {.mean = mean, .negate = negate});
-        });
+           [](const Tile& dst, nisa::AluOp op, const Tile& data, const std::vector<int>& axes,
+              bool mean, bool negate) {
+             nisa::tensor_reduce(dst, op, data, axes, {.mean = mean, .negate = negate});
+           });
   DefNoGil(m, "bn_stats", &nisa::bn_stats);
   DefNoGil(m, "bn_aggr", &nisa::bn_aggr);
   DefNoGil(m, "gather_flattened", &nisa::gather_flattened);

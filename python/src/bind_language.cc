@@ -30,8 +30,8 @@ void BindOpTable(py::module_& m) {
   m.def("op_table", [] {
     py::list rows;
     for (const nl::OpInfo& info : nl::OpTable()) {
-      rows.append(py::make_tuple(info.name, nl::FamilyName(info.family), info.op, info.alu,
-                                 info.act));
+      rows.append(
+          py::make_tuple(info.name, nl::FamilyName(info.family), info.op, info.alu, info.act));
     }
     return rows;
   });
@@ -43,9 +43,10 @@ void BindElementwiseOps(py::module_& m) {
   DefNoGil(m, "binary_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
     return nl::binary_op(ToOperand(x), ToOperand(y), op, dtype);
   });
-  DefNoGil(m, "bitwise_op", [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
-    return nl::bitwise_op(ToOperand(x), ToOperand(y), op, dtype);
-  });
+  DefNoGil(m, "bitwise_op",
+           [](const OperandArg& x, const OperandArg& y, nl::Op op, OptDType dtype) {
+             return nl::bitwise_op(ToOperand(x), ToOperand(y), op, dtype);
+           });
   DefNoGil(m, "divide", [](const OperandArg& x, const OperandArg& y, OptDType dtype) {
     return nl::divide(ToOperand(x), ToOperand(y), dtype);
   });
@@ -62,11 +63,13 @@ void BindReductions(py::module_& m) {
   DefNoGil(m, "softmax", [](const Tile& x, const std::vector<int>& axis, OptDType dtype) {
     return nl::softmax(x, axis, {.dtype = dtype});
   });
-  DefNoGil(m, "rms_norm", [](const Tile& x, const Tile& w, const std::vector<int>& axis, int64_t n,
-                       float epsilon, OptDType dtype, DType compute_dtype) {
-    return nl::rms_norm(x, w, axis, n,
-                        {.epsilon = epsilon, .dtype = dtype, .compute_dtype = compute_dtype});
-  });
+  DefNoGil(m, "rms_norm",
+           [](const Tile& x, const Tile& w, const std::vector<int>& axis, int64_t n, float epsilon,
+              OptDType dtype, DType compute_dtype) {
+             return nl::rms_norm(
+                 x, w, axis, n,
+                 {.epsilon = epsilon, .dtype = dtype, .compute_dtype = compute_dtype});
+           });
   // Waits for the peer program under LNC 2: without the GIL.
   DefNoGil(m, "all_reduce", &nl::all_reduce);
 }
@@ -77,11 +80,11 @@ void BindMemoryOps(py::module_& m) {
   DefNoGil(m, "load", &nl::load);
   DefNoGil(m, "store", &nl::store);
   DefNoGil(m, "copy", &nl::copy);
-  DefNoGil(m, "load_transpose2d", [](const TensorView& src, OptDType dtype) {
-    return nl::load_transpose2d(src, dtype);
-  });
+  DefNoGil(m, "load_transpose2d",
+           [](const TensorView& src, OptDType dtype) { return nl::load_transpose2d(src, dtype); });
   DefNoGil(m, "broadcast_to", py::overload_cast<const Tile&, const Shape&>(&nl::broadcast_to));
-  DefNoGil(m, "broadcast_to", py::overload_cast<const TensorView&, const Shape&>(&nl::broadcast_to));
+  DefNoGil(m, "broadcast_to",
+           py::overload_cast<const TensorView&, const Shape&>(&nl::broadcast_to));
   DefNoGil(m, "expand_dims", &nl::expand_dims);
   DefNoGil(m, "gather_flattened", &nl::gather_flattened);
 }
@@ -90,9 +93,10 @@ void BindCreation(py::module_& m) {
   DefNoGil(m, "ndarray", [](const Shape& shape, DType dtype, bool psum, const std::string& name) {
     return nl::ndarray(shape, dtype, ToBuffer(psum), name);
   });
-  DefNoGil(m, "full", [](const Shape& shape, float value, DType dtype, bool psum, const std::string& name) {
-    return nl::full(shape, value, dtype, ToBuffer(psum), name);
-  });
+  DefNoGil(m, "full",
+           [](const Shape& shape, float value, DType dtype, bool psum, const std::string& name) {
+             return nl::full(shape, value, dtype, ToBuffer(psum), name);
+           });
   DefNoGil(m, "rand", &nl::rand);
   DefNoGil(m, "random_seed", &nl::random_seed);
 }

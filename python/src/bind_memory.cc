@@ -50,7 +50,8 @@ void BindTensorView(py::module_& m) {
       .def_property_readonly("name", &TensorView::name)
       .def_property_readonly("size_bytes", &TensorView::size_bytes)
       // When the last instruction writing the buffer ends (0: never written by one).
-      .def_property_readonly("written_at", [](const TensorView& t) { return t.buffer().ready_at(); })
+      .def_property_readonly("written_at",
+                             [](const TensorView& t) { return t.buffer().ready_at(); })
       .def("select", &TensorView::select)
       .def("slice", &TensorView::slice, py::arg("dim"), py::arg("start"), py::arg("end"),
            py::arg("step") = 1)

@@ -13,7 +13,8 @@ namespace {
 py::dict BusyByEngine(const CoreSummary& summary) {
   py::dict busy;
   for (int e = 0; e < kNumEngines; ++e) {
-    if (summary.busy_ns[e] > 0) busy[py::str(EngineName(static_cast<Engine>(e)))] = summary.busy_ns[e];
+    if (summary.busy_ns[e] > 0)
+      busy[py::str(EngineName(static_cast<Engine>(e)))] = summary.busy_ns[e];
   }
   return busy;
 }

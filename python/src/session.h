@@ -9,11 +9,11 @@
 // program's own exception (not the CommError it caused in the peer).
 #pragma once
 
+#include <pybind11/pybind11.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <pybind11/pybind11.h>
 
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"

@@ -14,7 +14,8 @@ import nkisim
 
 
 def rank_input(rank, shape):
-    return (np.arange(np.prod(shape), dtype=np.float32).reshape(shape) % 7 + rank).astype(np.float32)
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) % 7 + rank
+    return values.astype(np.float32)
 
 
 @nki.jit
@@ -103,7 +104,8 @@ def main():
     pair = gather_in_pairs(rank_input(rank, shape), world)
     mate = rank ^ 1
     first, second = sorted((rank, mate))
-    ok &= np.array_equal(pair, np.concatenate([rank_input(first, shape), rank_input(second, shape)]))
+    both = np.concatenate([rank_input(first, shape), rank_input(second, shape)])
+    ok &= np.array_equal(pair, both)
     ok &= check_scatter_alltoall_permute(rank, world)
     cols = gather_sbuf_columns(rank_input(rank, (128, 16)), world)
     ok &= np.array_equal(cols, np.concatenate([rank_input(r, (128, 16)) for r in range(world)], 1))

@@ -42,5 +42,6 @@ def test_python_and_cpp_tiled_matmul_agree_event_for_event(rng, lnc, tmp_path):
 
     py.write_trace(tmp_path / "py.json")
     cpp.write_trace(str(tmp_path / "cpp.json"))
-    events = [json.loads((tmp_path / f).read_text())["traceEvents"] for f in ("py.json", "cpp.json")]
+    events = [json.loads((tmp_path / f).read_text())["traceEvents"]
+              for f in ("py.json", "cpp.json")]
     assert events[0] == events[1]

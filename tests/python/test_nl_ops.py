@@ -21,7 +21,8 @@ UNARY = {
     "cos": np.cos, "tan": np.tan, "arctan": np.arctan, "abs": np.abs, "negative": np.negative,
     "sign": np.sign, "square": np.square, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "reciprocal": lambda x: 1 / x, "erf": _erf, "silu": lambda x: x * _sig(x),
-    "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), "softplus": lambda x: np.log1p(np.exp(x)),
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
+    "softplus": lambda x: np.log1p(np.exp(x)),
     "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))), "copy": lambda x: x,
 }
 BINARY = {

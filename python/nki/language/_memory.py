@@ -16,8 +16,12 @@ def _shape(shape):
     return [int(s) for s in shape]
 
 
-def _tile_shape(shape):
+def _tile_shape(shape, op="nl.ndarray"):
     """An on-chip shape: a 1-D (P,) becomes (P, 1), as a tile has a partition and a free dim."""
+    if not _nkisim.in_kernel():
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {op}: SBUF and PSUM tensors exist only while a kernel runs: call "
+            f"it from an nki.jit function (kernel(...) or nki.simulate(kernel)(...))")
     shape = _shape(shape)
     return shape + [1] if len(shape) == 1 else shape
 
@@ -55,8 +59,8 @@ def full(shape, fill_value, dtype, buffer=_dtypes.sbuf, name=""):
         t = _hbm(shape, dtype, buffer, name)
         t._h.write(np.full(_shape(shape), fill_value, dtype=np.float32))
         return t
-    tile = _nl.full(_tile_shape(shape), float(fill_value), dtype.c, _dtypes.is_psum(buffer),
-                    name or "full")
+    tile = _nl.full(_tile_shape(shape, "nl.full"), float(fill_value), dtype.c,
+                    _dtypes.is_psum(buffer), name or "full")
     return NkiTensor(tile, _dtypes._region(buffer), name)
 
 
