@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,14 +67,17 @@ World& GetWorld() {
   return *world;
 }
 
+// "[[0,1][2,3]]": the set's name, one per distinct list of groups.
 std::string GroupsName(const Groups& groups) {
-  std::string name = "[";
+  std::ostringstream name;
+  name << '[';
   for (const Group& g : groups) {
-    name += "[";
-    for (size_t i = 0; i < g.size(); ++i) name += (i ? "," : "") + std::to_string(g[i]);
-    name += "]";
+    name << '[';
+    for (size_t i = 0; i < g.size(); ++i) name << (i ? "," : "") << g[i];
+    name << ']';
   }
-  return name + "]";
+  name << ']';
+  return name.str();
 }
 
 // The set for `groups`, added on first use. Throws Error(kInvalidArgument) unless the groups
