@@ -1,6 +1,8 @@
-// The C++ example kernels (kernels/examples), run from Python on the same kind of KernelRun as a
+// The C++ example kernels (kernels/examples: the tiled matmul in nisa, the row softmax in nl),
+// run from Python on the same kind of KernelRun as a
 // Python kernel: the equal-cost test (tests/python/test_equal_cost.py) and the benchmark
 // (bench/python_frontend_bench.py) compare the two front ends on one kernel in one process.
+#include "kernels/examples/row_softmax.h"
 #include "kernels/examples/tiled_matmul.h"
 #include "python/src/bindings.h"
 #include "python/src/session.h"
@@ -14,6 +16,11 @@ void BindExamples(py::module_& m) {
                             const TensorView& c) {
     kernels::ValidateTiledMatmul(a, b, c, run.lnc().lnc());
     run.RunNative([&](const KernelContext& ctx) { kernels::TiledMatmulKernel(ctx, a, b, c); });
+  });
+  // y = softmax(x) over each row by kernels::RowSoftmaxKernel (written in C++ nl).
+  ex.def("row_softmax", [](KernelRun& run, const TensorView& x, const TensorView& y) {
+    kernels::ValidateRowSoftmax(x, y);
+    run.RunNative([&](const KernelContext& ctx) { kernels::RowSoftmaxKernel(ctx, x, y); });
   });
 }
 

@@ -176,3 +176,39 @@ def lnc2_matmul_sendrecv(lhs_t, rhs):
     nisa.dma_copy(dst=out[:, me * cols:(me + 1) * cols], src=total[:, me * cols:(me + 1) * cols])
     nisa.core_barrier(data=out, cores=(0, 1))
     return out
+
+
+def _loop_reduce(x, op, carried):
+    """carried = x on the first call (a copy), carried = carried <op> x after: an accumulator
+    carried across a loop's iterations."""
+    if carried is None:
+        carried = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=carried, src=x)
+    else:
+        nisa.tensor_tensor(dst=carried, data1=carried, data2=x, op=op)
+    return carried
+
+
+@nki.jit
+def row_softmax(x):
+    """y = softmax(x) over each row, in nl ops, tiled as kernels/examples/row_softmax.cc tiles it:
+    the programs split the rows, each block's columns are loaded in 512-column chunks, the row max
+    and the exp-sum are carried across the chunks, each chunk normalised and stored."""
+    rows, cols = x.shape
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    begin = rows * nl.program_id() // nl.num_programs()
+    end = rows * (nl.program_id() + 1) // nl.num_programs()
+    for r0 in nl.affine_range(begin, end, P):
+        r1 = min(end, r0 + P)
+        parts, row_max, row_sum = [], None, None
+        for c0 in nl.affine_range(0, cols, BANK):
+            parts.append(nl.load(x[r0:r1, c0:min(cols, c0 + BANK)]))
+            row_max = _loop_reduce(nl.max(parts[-1], axis=1, keepdims=True), nl.maximum, row_max)
+        for i, part in enumerate(parts):
+            parts[i] = nl.exp(nl.subtract(part, row_max, dtype=nl.float32))
+            row_sum = _loop_reduce(nl.sum(parts[i], axis=1, keepdims=True), nl.add, row_sum)
+        inverse_sum = nl.reciprocal(row_sum)
+        for i, part in enumerate(parts):
+            c0 = i * BANK
+            nl.store(y[r0:r1, c0:min(cols, c0 + BANK)], nl.multiply(part, inverse_sum, dtype=y.dtype))
+    return y
