@@ -37,10 +37,13 @@ void AddPythonCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--profile", o->profile,
                   "hardware profile for the kernels (NKISIM_PROFILE): trn2, trn3 or a file");
   cmd->add_flag("--report", o->report, "print each kernel's cost summary (NKISIM_REPORT=1)");
+  cmd->add_flag("--timing-only", o->timing_only,
+                "same instructions and simulated times, no values (NKISIM_TIMING_ONLY=1)");
   cmd->add_option("--python", o->python, "the Python interpreter")->capture_default_str();
   // Everything from SCRIPT on belongs to the script, options included.
   cmd->prefix_command();
-  cmd->footer("Usage: nkisim python [--ranks N] [--profile P] [--report] SCRIPT [ARGS...]");
+  cmd->footer(
+      "Usage: nkisim python [--ranks N] [--profile P] [--report] [--timing-only] SCRIPT [ARGS...]");
   cmd->callback([o, cmd, exit_code] {
     const std::vector<std::string> rest = cmd->remaining();
     if (rest.empty()) Raise(ErrorCode::kInvalidArgument, "python: SCRIPT is required");
@@ -74,6 +77,7 @@ int RunPython(const PythonOptions& o) {
   PrependPath("PYTHONPATH", packages);
   if (!o.profile.empty()) ::setenv("NKISIM_PROFILE", o.profile.c_str(), 1);
   if (o.report) ::setenv("NKISIM_REPORT", "1", 1);
+  if (o.timing_only) ::setenv("NKISIM_TIMING_ONLY", "1", 1);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Job job(PythonCommand(o, ::geteuid() == 0, cores));
   while (!job.WaitFor(std::chrono::seconds(1))) {

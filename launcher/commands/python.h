@@ -1,8 +1,8 @@
-// `nkisim python [--ranks N] [--profile P] [--report] SCRIPT [ARGS...]`: runs a Python script
-// (an NKI kernel file, a test) with Debian's /usr/bin/python3 and nkisim's Python packages
-// (build/python: nki, nkisim) on PYTHONPATH; with --ranks N > 1 under mpirun, one rank per
-// process, for nki.collectives kernels. --profile sets NKISIM_PROFILE and --report
-// NKISIM_REPORT=1 for the script (docs/python.md).
+// `nkisim python [--ranks N] [--profile P] [--report] [--timing-only] SCRIPT [ARGS...]`: runs a
+// Python script (an NKI kernel file, a test) with Debian's /usr/bin/python3 and nkisim's Python
+// packages (build/python: nki, nkisim) on PYTHONPATH; with --ranks N > 1 under mpirun, one rank per
+// process, for nki.collectives kernels. --profile sets NKISIM_PROFILE, --report NKISIM_REPORT=1
+// and --timing-only NKISIM_TIMING_ONLY=1 for the script (docs/python.md).
 #pragma once
 
 #include <string>

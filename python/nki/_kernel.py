@@ -4,7 +4,9 @@ A call runs the kernel as Python on a fresh simulated logical core (LNC 1, or 2 
 ``kernel[2]``): array arguments become HBM tensors (nki/_arrays.py), every nl / nisa call runs
 on the runtime as it is made, and the result comes back as host arrays. The run (simulated time,
 engine busy time, instructions, trace) is then ``nkisim.last_run()``; NKISIM_REPORT=1 prints its
-summary. The hardware profile is NKISIM_PROFILE (a name such as trn2 / trn3 or a profile file),
+summary. NKISIM_TIMING_ONLY=1 runs the kernel in nkisim's timing-only mode: the same instructions,
+checks and simulated times, no values (outputs are zeros; reading a tile's values raises). The
+hardware profile is NKISIM_PROFILE (a name such as trn2 / trn3 or a profile file),
 else NEURON_PLATFORM_TARGET_OVERRIDE (trn2 / gen3, trn3 / gen4), else trn2.
 """
 import functools
@@ -34,6 +36,10 @@ def profile_spec():
 @functools.lru_cache(maxsize=8)
 def _profile_info(spec):
     return _nkisim.profile_info(spec)
+
+
+def timing_only():
+    return os.environ.get("NKISIM_TIMING_ONLY", "0") not in ("", "0")
 
 
 def profile_info():
@@ -135,10 +141,12 @@ def run_kernel(fn, lnc, args, kwargs):
         results[prg_id] = fn(*new_args, **new_kwargs)
 
     _shared["hbm"] = _SharedHbm()
+    _nkisim.set_timing_only(timing_only())
     try:
         run.run(body)
     finally:
         _shared["hbm"] = None
+        _nkisim.set_timing_only(False)
     for arg in arrays:
         arg.write_back()
     hbm_bytes = sum(a.tensor._h.size_bytes for a in arrays)

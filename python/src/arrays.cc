@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::python {
 namespace {
@@ -16,6 +17,15 @@ py::array FloatArray(const std::vector<float>& values, const Shape& shape) {
   py::array_t<float> out(PyShape(shape));
   std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(float));
   return out;
+}
+
+// Tiles hold no storage in the timing-only mode: a host access has no values to see.
+void CheckTileValues(const Tile& t, const char* what) {
+  if (!Functional()) {
+    Raise(ErrorCode::kNotSupported,
+          StrCat(what, " of tile ", t.Describe(), ": the timing-only mode (NKISIM_TIMING_ONLY=1) "
+                 "computes no values; run in the functional mode to read or write them"));
+  }
 }
 
 }  // namespace
@@ -73,9 +83,13 @@ py::array ReadArray(const TensorView& t) {
   return out;
 }
 
-py::array ReadTile(const Tile& t) { return FloatArray(t.ToFloats(), t.shape()); }
+py::array ReadTile(const Tile& t) {
+  CheckTileValues(t, "host read");
+  return FloatArray(t.ToFloats(), t.shape());
+}
 
 void WriteTile(const Tile& t, const py::array& array) {
+  CheckTileValues(t, "host write");
   if (array.size() != t.numel()) {
     Raise(ErrorCode::kInvalidArgument, StrCat("array -> tile ", t.Describe(), ": the array holds ",
                                               array.size(), " elements, the tile ", t.numel()));

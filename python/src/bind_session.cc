@@ -5,6 +5,7 @@
 #include "python/src/bindings.h"
 #include "python/src/session.h"
 #include "runtime/hardware_profile.h"
+#include "runtime/sim_mode.h"
 #include "runtime/trace.h"
 
 namespace nkisim::python {
@@ -86,6 +87,10 @@ void BindSession(py::module_& m) {
       .def("records", [](KernelRun& r, int i) { return Records(r.lnc().core(i)); })
       .def("write_trace", &WriteTrace);
   m.def("profile_info", [](const std::string& spec) { return ProfileDict(ResolveProfile(spec)); });
+  // The process-wide simulation mode (runtime/sim_mode.h): the package sets it for each run.
+  m.def("set_timing_only", [](bool on) {
+    SetSimMode(on ? SimMode::kTimingOnly : SimMode::kFunctional);
+  });
   m.def("program_id", &CurrentProgramId);
   m.def("num_programs", &CurrentNumPrograms);
   m.def("in_kernel", [] { return CurrentRun() != nullptr; });

@@ -9,7 +9,8 @@ NKISIM = os.environ.get("NKISIM_BIN", os.path.join(HERE, "..", "..", "build", "l
 SCRIPT = """
 import os, sys
 import nki, nkisim
-print("ARGS", sys.argv[1:], os.environ.get("NKISIM_PROFILE"), os.environ.get("NKISIM_REPORT"))
+print("ARGS", sys.argv[1:], os.environ.get("NKISIM_PROFILE"), os.environ.get("NKISIM_REPORT"),
+      os.environ.get("NKISIM_TIMING_ONLY"))
 sys.exit(int(sys.argv[1]))
 """
 
@@ -23,9 +24,9 @@ def _nkisim(*args, env=None):
 def test_arguments_and_exit_code_pass_through(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
-    out = _nkisim("--profile", "trn3", "--report", str(script), "3", "--ranks", "x")
+    out = _nkisim("--profile", "trn3", "--report", "--timing-only", str(script), "3", "--ranks", "x")
     assert out.returncode == 3, out.stderr
-    assert "ARGS ['3', '--ranks', 'x'] trn3 1" in out.stdout
+    assert "ARGS ['3', '--ranks', 'x'] trn3 1 1" in out.stdout
 
 
 def test_missing_script_is_a_bad_config_error(tmp_path):

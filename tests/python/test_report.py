@@ -52,3 +52,25 @@ def test_nkisim_profile_selects_the_profile():
     assert trn2.stdout.split()[-1] != trn3.stdout.split()[-1]
     bad = _run(KERNEL, NKISIM_PROFILE="/nonexistent/profile.textproto")
     assert bad.returncode != 0 and "SimulatorError" in bad.stderr
+
+
+def test_timing_only_mode_gives_the_same_times():
+    code = """
+    import numpy as np, kernels, nkisim
+    a = np.ones((256, 512), np.float32)
+    c = kernels.tiled_matmul(a, np.ones((512, 1024), np.float32))
+    r = nkisim.last_run()
+    print("RUN", r.simulated_ns, r.instructions, float(c.max()))
+    """
+    functional, timing = _run(code), _run(code, NKISIM_TIMING_ONLY="1")
+    assert functional.returncode == 0 and timing.returncode == 0, functional.stderr + timing.stderr
+    f, t = functional.stdout.split()[-3:], timing.stdout.split()[-3:]
+    assert f[:2] == t[:2] and float(f[2]) == 512.0 and float(t[2]) == 0.0
+    denied = _run("""
+    import numpy as np, nki, nki.language as nl
+    @nki.jit
+    def k():
+        return bool(nl.equal(nl.full((128, 4), 1.0, nl.float32), 1.0))
+    k()
+    """, NKISIM_TIMING_ONLY="1")
+    assert denied.returncode != 0 and "timing-only" in denied.stderr
