@@ -17,7 +17,8 @@ namespace nkisim::launcher {
 struct PythonOptions {
   int ranks = 1;
   std::string profile;  // NKISIM_PROFILE: a profile name (trn2, trn3) or file; "" keeps it
-  bool report = false;  // NKISIM_REPORT=1
+  bool report = false;       // NKISIM_REPORT=1
+  bool timing_only = false;  // NKISIM_TIMING_ONLY=1
   std::string python = "/usr/bin/python3";
   std::string script;
   std::vector<std::string> args;
