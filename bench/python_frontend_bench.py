@@ -7,6 +7,9 @@ Python overhead per instruction. The two runs' simulated times must be equal (th
 instructions; tests/python/test_equal_cost.py checks it event for event).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_frontend_bench.py [--size 2048] [--reps 3]
+
+With NKISIM_TIMING_ONLY=1 both run in the timing-only mode (no arithmetic): what is left is the
+front ends' own cost per instruction.
 """
 import argparse
 import os
@@ -21,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import _nkisim  # noqa: E402
 import kernels  # noqa: E402
 import nki.language as nl  # noqa: E402
+from nki import _kernel  # noqa: E402
 import nkisim  # noqa: E402
 
 
@@ -31,6 +35,15 @@ def run_python(a, b):
 
 
 def run_cpp(a, b):
+    # In the mode the Python run uses (NKISIM_TIMING_ONLY), as nki._kernel sets it per run.
+    _nkisim.set_timing_only(_kernel.timing_only())
+    try:
+        return _run_cpp(a, b)
+    finally:
+        _nkisim.set_timing_only(False)
+
+
+def _run_cpp(a, b):
     start = time.perf_counter()
     run = _nkisim.KernelRun(1, "", "tiled_matmul_cpp")
     ta = _nkisim.TensorView.create(list(a.shape), _nkisim.DType.bf16, "a")
@@ -69,7 +82,8 @@ def main():
     py_s, cpp_s = statistics.median(py_times), statistics.median(cpp_times)
     py_k, cpp_k = statistics.median(py_kernel), statistics.median(cpp_kernel)
     per_instr_us = (py_k - cpp_k) / py.instructions * 1e6
-    print(f"tiled matmul {n} x {n} x {n} bf16, LNC 1, {py.instructions} instructions, "
+    mode = "timing-only" if _kernel.timing_only() else "functional"
+    print(f"tiled matmul {n} x {n} x {n} bf16, LNC 1, {mode}, {py.instructions} instructions, "
           f"simulated {py.simulated_ns / 1e3:.1f} us (both front ends)")
     print(f"kernel host time (median of {args.reps}): Python {py_k * 1e3:.1f} ms, C++ "
           f"{cpp_k * 1e3:.1f} ms, ratio {py_k / cpp_k:.2f}x; Python overhead "
