@@ -140,7 +140,7 @@ _DGE = {dge_mode.unknown: _nkisim.DgeMode.auto, dge_mode.hwdge: _nkisim.DgeMode.
 
 
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
-                  oob_mode=oob_mode.error, name=None):  # noqa: F811 (parameter shadows the enum)
+                  oob_mode=oob_mode.error, name=None):
     """dst[C, R] (SBUF) = src[R, C]^T (HBM) by the DMA's descriptor-generation engine."""
     if axes is not None and tuple(axes) != (1, 0):
         raise _api.unsupported_error("nki.isa.dma_transpose(axes != (1, 0))",
