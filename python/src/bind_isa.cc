@@ -114,6 +114,9 @@ void BindElementwise(py::module_& m) {
   DefNoGil(m, "select", &nisa::select);
   DefNoGil(m, "memset", &nisa::memset);
   DefNoGil(m, "iota", &nisa::iota);
+}
+
+void BindReduceGatherRandom(py::module_& m) {
   DefNoGil(m, "tensor_reduce",
            [](const Tile& dst, nisa::AluOp op, const Tile& data, const std::vector<int>& axes,
               bool mean, bool negate) {
@@ -142,6 +145,7 @@ void BindIsa(py::module_& m) {
   BindDma(isa);
   BindPe(isa);
   BindElementwise(isa);
+  BindReduceGatherRandom(isa);
   BindCoreSync(isa);
 }
 
