@@ -37,29 +37,24 @@ void BindOpEnums(py::module_& m) {
       .value("software", nisa::DgeMode::kSoftware);
 }
 
+// dma_copy for one direction; pybind11 picks the overload by the operands' types.
+template <typename Dst, typename Src>
+void DefDmaCopy(py::module_& m) {
+  DefNoGil(
+      m, "dma_copy",
+      [](const Dst& dst, const Src& src, int queue) {
+        nisa::DmaOptions options;
+        options.queue = queue;
+        nisa::dma_copy(dst, src, options);
+      },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+}
+
 void BindDma(py::module_& m) {
-  // One name, four directions: pybind11 picks the overload by the operands' types.
-  auto queue = [](int q) {
-    nisa::DmaOptions options;
-    options.queue = q;
-    return options;
-  };
-  DefNoGil(
-      m, "dma_copy",
-      [queue](const Tile& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(
-      m, "dma_copy",
-      [queue](const TensorView& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(
-      m, "dma_copy",
-      [queue](const Tile& d, const Tile& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
-  DefNoGil(
-      m, "dma_copy",
-      [queue](const TensorView& d, const TensorView& s, int q) { nisa::dma_copy(d, s, queue(q)); },
-      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+  DefDmaCopy<Tile, TensorView>(m);  // the common load first: overloads are tried in order
+  DefDmaCopy<TensorView, Tile>(m);
+  DefDmaCopy<Tile, Tile>(m);
+  DefDmaCopy<TensorView, TensorView>(m);
   DefNoGil(m, "dma_transpose", &nisa::dma_transpose, py::arg("dst"), py::arg("src"),
            py::arg("mode") = nisa::DgeMode::kAuto);
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
