@@ -101,3 +101,28 @@ def test_unimplemented_messages():
         nisa.max8(dst=None, src=None)
     with pytest.raises(NotImplementedError, match=r"nki\.language\.int16"):
         nl.ndarray((128, 4), dtype=nl.int16)
+
+
+def test_replica_groups_must_partition_the_world():
+    import os
+    import subprocess
+    import sys
+    code = """
+import numpy as np, nki, nki.collectives as ncc, nki.language as nl
+@nki.jit
+def g(x, groups):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather([x], [out], replica_group=groups, collective_dim=0)
+    return out
+x = np.ones((128, 4), np.float32)
+assert (g(x, ncc.ReplicaGroup([[0]])) == 1).all()   # a world of one rank outside mpirun
+for bad in ([[0, 1]], [[0], [0]]):
+    try:
+        g(x, bad)
+    except AssertionError as e:
+        print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert "rank 1 is outside the world" in out.stdout and "rank 0 is in two groups" in out.stdout
