@@ -16,6 +16,7 @@ packages=(
   libopenblas-dev                     # tile math (nc_matmul) and the sgemm baseline
   libcli11-dev nlohmann-json3-dev     # command line, JSON traces
   gnuplot-nox                         # the plots of `nkisim sweep` (PNG and SVG)
+  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python front end (nki), its tests
 )
 missing=()
 for p in "${packages[@]}"; do

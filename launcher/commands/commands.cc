@@ -9,6 +9,7 @@
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
 #include "launcher/commands/pack_weights.h"
+#include "launcher/commands/python.h"
 #include "launcher/commands/run.h"
 #include "launcher/commands/sweep.h"
 #include "launcher/commands/validate.h"
@@ -38,6 +39,9 @@ constexpr Command kCommands[] = {
     {"pack-weights", "", AddPackWeightsCommand,
      "Pack [K, N] weights into MX x4 data + E8M0 block scales (MX_CONTIGUOUS / MX_INTERLEAVED), "
      "or --unpack them back to fp32"},
+    {"python", "", AddPythonCommand,
+     "Run a Python script of NKI 0.6 kernels on nkisim (nki, nkisim on PYTHONPATH; --ranks N "
+     "under mpirun)"},
     {"kernel", "", nullptr,
      "Run one kernel case on one logical core: outputs, cost summary, trace, golden check"},
     {"qkv", "kernel", AddKernelQkvCommand,

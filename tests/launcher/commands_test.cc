@@ -60,7 +60,8 @@ TEST(CommandTable, GroupsComeBeforeTheirMembersAndNamesAreUnique) {
 TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
-                                           "collective", "calibrate", "pack-weights", "kernel"));
+                                           "collective", "calibrate", "pack-weights", "python",
+                                           "kernel"));
   EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
 }

@@ -1,0 +1,180 @@
+"""nki.collectives of NKI 0.6 on nkisim's collectives layer: one MPI rank per process (run the
+script with ``nkisim python --ranks N script.py``), HBM tensors moved over MPI, each collective
+priced by the collective model (algorithm chosen by size and group shape) and joined into the
+ranks' simulated clocks. Outside mpirun the world is one rank."""
+import atexit
+import dataclasses
+import sys
+
+import _nkisim
+from nki import _api
+from nki.language._ops import add
+from nki.language._tensor import NKIObject, NkiTensor
+
+_coll = _nkisim.coll
+_M = "nki.collectives"
+_started = False
+
+
+@dataclasses.dataclass
+class ReplicaGroup(NKIObject):
+    """Groups of world ranks taking part in a collective together: ``ReplicaGroup([[0, 1, 2,
+    3]])``. The 0.6 reference leaves the field unnamed; nkisim calls it ``replica_groups`` and
+    also accepts a plain list of rank lists wherever a ReplicaGroup goes. Groups must not
+    overlap and (in nkisim) must cover every rank."""
+    replica_groups: list = dataclasses.field(default_factory=list)
+
+
+def _world():
+    global _started
+    rank, size = _coll.world()
+    if not _started:
+        _started = True
+        atexit.register(_coll.finalize)
+        if size > 1:
+            _abort_on_uncaught_exception()
+    return rank, size
+
+
+def _abort_on_uncaught_exception():
+    # An exception on one rank must end the job, not leave the others waiting in a collective.
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        sys.stderr.flush()
+        _coll.abort(1)
+
+    sys.excepthook = hook
+
+
+def _groups(replica_group):
+    groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) \
+        else replica_group
+    groups = [[int(r) for r in g] for g in groups]
+    if not groups:
+        groups = [list(range(_world()[1]))]
+    _world()
+    return groups
+
+
+def _pairs(srcs, dsts, name, sbuf_ok=True):
+    """(src, dst) runtime handle pairs, all HBM or all SBUF as the 0.6 reference requires. An
+    SBUF pair is staged through host-side HBM tensors (see _Staged); the collective's cost is the
+    collective model's, as for HBM tensors."""
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
+    if len(srcs) != len(dsts):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {name}: {len(srcs)} srcs but {len(dsts)} dsts")
+    for t in srcs + dsts:
+        if not isinstance(t, NkiTensor):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {name}: {t!r} is not an NkiTensor")
+    on_chip = {t.on_chip for t in srcs + dsts}
+    if on_chip == {False}:
+        return [(s._h, d._h) for s, d in zip(srcs, dsts)]
+    if len(on_chip) > 1 or len(srcs) > 1:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {name}: tensors must be all in HBM or all in SBUF, and SBUF "
+            f"collectives take one tensor each (the 0.6 reference's rule)")
+    if not sbuf_ok:
+        raise _api.unsupported_error(f"{_M}.{name} on SBUF tensors",
+                                     "the 0.6 reference supports HBM tensors only")
+    return [_Staged(srcs[0], dsts[0])]
+
+
+class _Staged:
+    """An SBUF collective run on HBM copies: the source tile's values into an HBM tensor before,
+    the result into the destination tile after (host copies, no instruction: the collective
+    advances every engine past its end, so later instructions wait for it as for the hardware's
+    SBUF collective)."""
+
+    def __init__(self, src, dst):
+        self.src, self.dst = src, dst
+
+    def stage(self):
+        """The HBM (src, dst) pair the collective runs on."""
+        s = _nkisim.TensorView.create(list(self.src.shape), self.src._h.dtype, "sbuf_src")
+        s.write(self.src.numpy())
+        self.out = _nkisim.TensorView.create(list(self.dst.shape), self.dst._h.dtype, "sbuf_dst")
+        return s, self.out
+
+    def finish(self):
+        self.dst._h.write(self.out.read())
+
+
+def _run(pairs, collective):
+    for pair in pairs:
+        staged = isinstance(pair, _Staged)
+        collective(*(pair.stage() if staged else pair))
+        if staged:
+            pair.finish()
+
+
+def _check_sum(op, name):
+    if op is not add:
+        raise _api.unsupported_error(f"{_M}.{name}(op={getattr(op, '__name__', op)})",
+                                     "nkisim's collectives reduce by sum (nl.add) only")
+
+
+def rank_id(name=None):
+    """This process's world rank."""
+    return _world()[0]
+
+
+def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
+    groups = _groups(replica_group)
+    _run(_pairs(srcs, dsts, "all_gather"),
+         lambda s, d: _coll.all_gather(groups, s, d, int(collective_dim)))
+
+
+def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
+    _check_sum(op, "all_reduce")
+    groups = _groups(replica_group)
+    _run(_pairs(srcs, dsts, "all_reduce"), lambda s, d: _coll.all_reduce(groups, s, d))
+
+
+def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None, name=None):
+    _check_sum(op, "reduce_scatter")
+    if int(collective_dim) != 0:
+        raise _api.unsupported_error(f"{_M}.reduce_scatter(collective_dim != 0)",
+                                     "the 0.6 reference supports only 0")
+    groups = _groups(replica_group)
+    _run(_pairs(srcs, dsts, "reduce_scatter"), lambda s, d: _coll.reduce_scatter(groups, s, d))
+
+
+def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
+    groups = _groups(replica_group)
+    _run(_pairs(srcs, dsts, "all_to_all", sbuf_ok=False),
+         lambda s, d: _coll.all_to_all(groups, s, d, int(collective_dim)))
+
+
+def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None):
+    """Each (source, target) pair sends source's src to target's dst. Every rank walks the pairs
+    in the same order, so the exchanges cannot deadlock."""
+    ((s, d),) = _pairs(srcs, dsts, "collective_permute", sbuf_ok=False)
+    rank = _world()[0]
+    for i, (source, target) in enumerate(source_target_pairs):
+        if rank == source and rank == target:
+            _nkisim.isa.dma_copy(d, s)
+        elif rank == source:
+            _coll.send(s, int(target), i)
+        elif rank == target:
+            _coll.recv(d, int(source), i)
+
+
+_REASON_V = "variable-size (metadata tensor) collectives are not modelled"
+_REASON_IMPLICIT = "ring-channel permutes (implicit) are not modelled; use collective_permute"
+for _name, _reason in {"all_gather_v": _REASON_V, "all_to_all_v": _REASON_V,
+                       "collective_permute_implicit": _REASON_IMPLICIT,
+                       "collective_permute_implicit_reduce": _REASON_IMPLICIT,
+                       "collective_permute_implicit_current_processing_rank_id": _REASON_IMPLICIT
+                       }.items():
+    globals()[_name] = _api.unsupported(_M, _name, _reason)
+
+_api.reference_names(_M, """
+ReplicaGroup all_gather all_gather_v all_reduce all_to_all all_to_all_v collective_permute
+collective_permute_implicit collective_permute_implicit_current_processing_rank_id
+collective_permute_implicit_reduce rank_id reduce_scatter
+""")

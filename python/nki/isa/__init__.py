@@ -1,0 +1,423 @@
+"""nki.isa (nisa) of NKI 0.6 on nkisim: each instruction is the runtime's nisa instruction
+(runtime/nisa/*.h), with its operand rules, result and cost on the current core's timeline. A
+broken rule raises NkiValidationError (an AssertionError, as the NKI simulator guide shows) with
+the runtime's message: instruction, operand, shape, dtype, memory and the rule."""
+import enum
+
+import _nkisim
+from nki import _api
+from nki.language import _dtypes
+from nki.language._ops import act_of, alu_of, power
+from nki.language._tensor import NKIObject, NkiTensor
+
+_isa = _nkisim.isa
+NkiValidationError = _nkisim.NkiValidationError
+
+
+class engine(enum.Enum):
+    tensor = 1
+    vector = 5
+    scalar = 2
+    gpsimd = 3
+    dma = 4
+    sync = 6
+    unknown = 0
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class reduce_cmd(enum.Enum):
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+    load_reduce = 4
+
+
+_RC = reduce_cmd  # the parameters named reduce_cmd shadow the class
+
+
+class dge_mode(enum.Enum):
+    unknown = 0
+    swdge = 1
+    hwdge = 2
+    none = 3
+
+
+class oob_mode(enum.Enum):
+    error = 0
+    skip = 1
+
+
+class matmul_perf_mode(enum.Enum):
+    none = "none"
+    double_row = "double_row"
+
+
+class nc_version(enum.Enum):
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+class dma_engine(enum.Enum):
+    dma = 1
+    gpsimd_dma = 2
+
+
+class NkiInstruction(NKIObject):
+    """What an instruction returns. depends_on() is accepted and changes nothing: nkisim's
+    scoreboard already orders every instruction after the writes it reads."""
+
+    def __init__(self, handle=None):
+        self.handle = handle
+
+    def depends_on(self, *producers):
+        return self
+
+
+_DONE = NkiInstruction()
+_ENGINES = {engine.tensor: _nkisim.Engine.PE, engine.vector: _nkisim.Engine.Vector,
+            engine.scalar: _nkisim.Engine.Scalar, engine.gpsimd: _nkisim.Engine.GpSimd}
+_M = "nki.isa"
+
+
+def _engine(e, default, instruction):
+    if e is None or e is engine.unknown:
+        return default
+    try:
+        return _ENGINES[e]
+    except KeyError:
+        raise NkiValidationError(
+            f"invalid argument: {instruction}: engine {e} cannot run it") from None
+
+
+def _t(x, instruction, operand):
+    if not isinstance(x, NkiTensor):
+        raise NkiValidationError(
+            f"invalid argument: {instruction}: operand '{operand}' must be an NkiTensor, got "
+            f"{type(x).__name__}")
+    return x._h
+
+
+def _tile(x, instruction, operand):
+    h = _t(x, instruction, operand)
+    if not isinstance(h, _nkisim.Tile):
+        raise NkiValidationError(
+            f"invalid argument: {instruction}: operand '{operand}' {x!r} must be in SBUF or "
+            f"PSUM, not HBM")
+    return h
+
+
+def _scalar(x, instruction, operand):
+    return _tile(x, instruction, operand) if isinstance(x, NkiTensor) else float(x)
+
+
+def get_nc_version():
+    from nki import _kernel
+    return nc_version.gen4 if _kernel.profile_info()["peak_mx_tflops"] > 0 else nc_version.gen3
+
+
+def get_nc_sub_version():
+    return 0
+
+
+# --- DMA ------------------------------------------------------------------------------------
+def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
+             engine=engine.unknown, name=None):
+    """dst = src by one DMA on the queue that frees first (any direction)."""
+    _isa.dma_copy(_t(dst, "dma_copy", "dst"), _t(src, "dma_copy", "src"))
+    return _DONE
+
+
+_DGE = {dge_mode.unknown: _nkisim.DgeMode.auto, dge_mode.hwdge: _nkisim.DgeMode.hardware,
+        dge_mode.swdge: _nkisim.DgeMode.software, dge_mode.none: _nkisim.DgeMode.auto}
+
+
+def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
+                  oob_mode=oob_mode.error, name=None):
+    """dst[C, R] (SBUF) = src[R, C]^T (HBM) by the DMA's descriptor-generation engine."""
+    if axes is not None and tuple(axes) != (1, 0):
+        raise _api.unsupported_error("nki.isa.dma_transpose(axes != (1, 0))",
+                                     "only the 2-D transpose is modelled")
+    _isa.dma_transpose(_tile(dst, "dma_transpose", "dst"), _t(src, "dma_transpose", "src"),
+                       _DGE[dge_mode])
+    return _DONE
+
+
+# --- Tensor engine --------------------------------------------------------------------------
+def _auto_accumulate(dst):
+    """accumulate=None: the first matmul into a PSUM location overwrites, later ones add."""
+    base = dst._base or dst
+    if base._acc is None:
+        base._acc = set()
+    h = dst._h
+    key = (h.partition_start, h.free_offset, h.shape)
+    seen = key in base._acc
+    base._acc.add(key)
+    return seen
+
+
+def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
+              is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
+              perf_mode=matmul_perf_mode.none, name=None):
+    """dst (PSUM) = or += stationary.T @ moving on the PE array."""
+    if is_transpose:
+        raise _api.unsupported_error("nki.isa.nc_matmul(is_transpose=True)",
+                                     "use nisa.nc_transpose(engine=nisa.tensor_engine)")
+    _check_tiling(stationary, tile_position, tile_size)
+    if accumulate is None:
+        accumulate = _auto_accumulate(dst)
+    _isa.nc_matmul(_tile(dst, "nc_matmul", "dst"), _tile(stationary, "nc_matmul", "stationary"),
+                   _tile(moving, "nc_matmul", "moving"), bool(accumulate),
+                   perf_mode in (matmul_perf_mode.double_row, "double_row"))
+    return _DONE
+
+
+def _check_tiling(stationary, tile_position, tile_size):
+    # PE row/column tiling runs small matmuls side by side on hardware; nkisim checks the tile
+    # fits its position and size and costs the matmul as on the whole array.
+    if not tile_position and not tile_size:
+        return
+    (row0, col0), (rows, cols) = tile_position, tile_size
+    k, m = stationary.shape[0], stationary.size // stationary.shape[0]
+    if k > rows or m > cols or row0 % rows or col0 % cols or row0 + rows > 128 or col0 + cols > 128:
+        raise NkiValidationError(
+            f"invalid argument: nc_matmul: operand 'stationary' {stationary.shape}: does not fit "
+            f"tile_size {tuple(tile_size)} at tile_position {tuple(tile_position)} (the position "
+            f"must be a multiple of the size, inside the 128 x 128 array)")
+
+
+def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None,
+                 tile_size=None, accumulate=None, name=None):
+    """MX matmul (NeuronCore-v4 profiles: NKISIM_PROFILE=trn3)."""
+    if accumulate is None:
+        accumulate = _auto_accumulate(dst)
+    _isa.nc_matmul_mx(_tile(dst, "nc_matmul_mx", "dst"),
+                      _tile(stationary, "nc_matmul_mx", "stationary"),
+                      _tile(moving, "nc_matmul_mx", "moving"),
+                      _tile(stationary_scale, "nc_matmul_mx", "stationary_scale"),
+                      _tile(moving_scale, "nc_matmul_mx", "moving_scale"), bool(accumulate))
+    return _DONE
+
+
+def quantize_mx(dst, src, dst_scale, name=None):
+    _isa.quantize_mx(_tile(dst, "quantize_mx", "dst"), _tile(src, "quantize_mx", "src"),
+                     _tile(dst_scale, "quantize_mx", "dst_scale"))
+    return _DONE
+
+
+def nc_transpose(dst, data, engine=engine.unknown, name=None):
+    """dst = data^T on the PE array (dst in PSUM) or the Vector engine (dst in SBUF)."""
+    d = _tile(dst, "nc_transpose", "dst")
+    default = _nkisim.Engine.PE if d.is_psum else _nkisim.Engine.Vector
+    _isa.nc_transpose(d, _tile(data, "nc_transpose", "data"),
+                      _engine(engine, default, "nc_transpose"))
+    return _DONE
+
+
+# --- Vector / Scalar / GpSimd ----------------------------------------------------------------
+def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
+    default = _nkisim.Engine.GpSimd if op is power else _nkisim.Engine.Vector
+    _isa.tensor_tensor(_tile(dst, "tensor_tensor", "dst"), _tile(data1, "tensor_tensor", "data1"),
+                       _tile(data2, "tensor_tensor", "data2"), alu_of(op, "tensor_tensor"),
+                       _engine(engine, default, "tensor_tensor"))
+    return _DONE
+
+
+def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None,
+                  reverse1=False, engine=engine.unknown, name=None):
+    _isa.tensor_scalar(_tile(dst, "tensor_scalar", "dst"), _tile(data, "tensor_scalar", "data"),
+                       alu_of(op0, "tensor_scalar", "op0"),
+                       _scalar(operand0, "tensor_scalar", "operand0"), bool(reverse0),
+                       alu_of(op1, "tensor_scalar", "op1"),
+                       _scalar(0.0 if operand1 is None else operand1, "tensor_scalar", "operand1"),
+                       bool(reverse1), _engine(engine, _nkisim.Engine.Vector, "tensor_scalar"))
+    return _DONE
+
+
+def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
+                         name=None):
+    if reverse0 or reverse1:
+        raise _api.unsupported_error("nki.isa.scalar_tensor_tensor(reverse0/reverse1)",
+                                     "the runtime's instruction has no reverse flags")
+    _isa.scalar_tensor_tensor(_tile(dst, "scalar_tensor_tensor", "dst"),
+                              _tile(data, "scalar_tensor_tensor", "data"),
+                              alu_of(op0, "scalar_tensor_tensor", "op0"),
+                              _scalar(operand0, "scalar_tensor_tensor", "operand0"),
+                              alu_of(op1, "scalar_tensor_tensor", "op1"),
+                              _tile(operand1, "scalar_tensor_tensor", "operand1"),
+                              _nkisim.Engine.Vector)
+    return _DONE
+
+
+def _bias_tile(bias, data):
+    """A bias immediate becomes a [P, 1] fp32 column (one memset), as the ISA takes a column."""
+    if bias is None or isinstance(bias, NkiTensor):
+        return None if bias is None else _tile(bias, "activation", "bias")
+    if float(bias) == 0.0:
+        return None
+    from nki.language import full
+    return full((data.shape[0], 1), float(bias), _dtypes.float32)._h
+
+
+def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
+               reduce_cmd=reduce_cmd.idle, name=None):
+    """dst = op(data * scale + bias) on the Scalar engine, optionally reducing each row."""
+    if reduce_cmd in (_RC.reduce, _RC.load_reduce) or (
+            reduce_cmd is _RC.reset and reduce_res is None):
+        raise _api.unsupported_error(
+            f"nki.isa.activation(reduce_cmd={reduce_cmd.name})",
+            "accumulator registers that persist across instructions are not modelled; pass "
+            "reduce_res to reduce one instruction's rows")
+    if reduce_res is not None and reduce_op is None:
+        from nki.language import add as reduce_op
+    _isa.activation(_tile(dst, "activation", "dst"), act_of(op, "activation"),
+                    _tile(data, "activation", "data"), _scalar(scale, "activation", "scale"),
+                    _bias_tile(bias, data),
+                    alu_of(reduce_op, "activation", "reduce_op"),
+                    None if reduce_res is None else _tile(reduce_res, "activation", "reduce_res"))
+    return _DONE
+
+
+def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None):
+    return activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                      reduce_res=reduce_res, reduce_cmd=_RC.reset_reduce)
+
+
+def tensor_copy(dst, src, engine=engine.unknown, name=None):
+    _isa.tensor_copy(_tile(dst, "tensor_copy", "dst"), _tile(src, "tensor_copy", "src"),
+                     _engine(engine, _nkisim.Engine.Vector, "tensor_copy"))
+    return _DONE
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
+    """dst = predicate ? src : dst (reverse_pred: where the predicate is 0)."""
+    d = _tile(dst, "tensor_copy_predicated", "dst")
+    s = _tile(src, "tensor_copy_predicated", "src")
+    p = _tile(predicate, "tensor_copy_predicated", "predicate")
+    on_true, on_false = (d, s) if reverse_pred else (s, d)
+    _isa.select(d, p, on_true, on_false, _nkisim.Engine.Vector)
+    return _DONE
+
+
+def memset(dst, value, engine=engine.unknown, name=None):
+    _isa.memset(_tile(dst, "memset", "dst"), float(value),
+                _engine(engine, _nkisim.Engine.Vector, "memset"))
+    return _DONE
+
+
+def reciprocal(dst, data, name=None):
+    _isa.reciprocal(_tile(dst, "reciprocal", "dst"), _tile(data, "reciprocal", "data"))
+    return _DONE
+
+
+def iota(dst, pattern, offset=0, channel_multiplier=0, name=None):
+    """dst[p, ...] = offset + channel_multiplier * p + sum of step * index over the pattern."""
+    d = _tile(dst, "iota", "dst")
+    pairs = [(int(step), int(num)) for step, num in pattern]
+    counts = tuple(n for _, n in pairs)
+    if counts != tuple(d.shape[1:]):
+        total = 1
+        for n in counts:
+            total *= n
+        if total == dst.size // dst.shape[0] and d.free_contiguous():
+            d = d.reshape(list(counts))
+    _isa.iota(d, int(offset), int(channel_multiplier), pairs)
+    return _DONE
+
+
+def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None):
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    rank = len(data.shape)
+    axes = [a + rank if a < 0 else a for a in axes]
+    _isa.tensor_reduce(_tile(dst, "tensor_reduce", "dst"), alu_of(op, "tensor_reduce"),
+                       _tile(data, "tensor_reduce", "data"), axes, False, bool(negate))
+    return _DONE
+
+
+def bn_stats(dst, data, name=None):
+    _isa.bn_stats(_tile(dst, "bn_stats", "dst"), _tile(data, "bn_stats", "data"))
+    return _DONE
+
+
+def bn_aggr(dst, data, name=None):
+    _isa.bn_aggr(_tile(dst, "bn_aggr", "dst"), _tile(data, "bn_aggr", "data"))
+    return _DONE
+
+
+def dropout(dst, data, prob, name=None):
+    _isa.dropout(_tile(dst, "dropout", "dst"), _tile(data, "dropout", "data"),
+                 _scalar(prob, "dropout", "prob"))
+    return _DONE
+
+
+def set_rng_seed(src_seeds, name=None):
+    from nki.language import random_seed
+    random_seed(src_seeds)
+    return _DONE
+
+
+# --- LNC 2: the two cores of a logical core --------------------------------------------------
+def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_engine.dma,
+             name=None):
+    """Sends src to the peer core's dst and receives the peer's src into this core's dst."""
+    from nki.language import num_programs, program_id
+    peer = 1 - program_id()
+    if num_programs() != 2 or int(send_to_rank) != peer or int(recv_from_rank) != peer:
+        raise NkiValidationError(
+            f"invalid argument: sendrecv: send_to_rank {send_to_rank} / recv_from_rank "
+            f"{recv_from_rank} on program {program_id()} of {num_programs()}: both must be the "
+            f"peer core of an LNC 2 launch (kernel[2])")
+    _isa.sendrecv(_tile(src, "sendrecv", "src"), _tile(dst, "sendrecv", "dst"))
+    return _DONE
+
+
+def core_barrier(data, cores, engine=engine.gpsimd, name=None):
+    """Both cores of an LNC 2 launch wait for each other (their clocks join)."""
+    if tuple(cores) != (0, 1):
+        raise NkiValidationError(
+            f"invalid argument: core_barrier: cores {tuple(cores)}: only (0, 1) is supported")
+    _isa.core_barrier()
+    return _DONE
+
+
+# --- The 0.6 instructions nkisim's ISA does not have -------------------------------------------
+_NO_INSTRUCTION = "the runtime's ISA has no such instruction"
+for _name, _reason in {
+        "activate2": _NO_INSTRUCTION, "affine_select": _NO_INSTRUCTION,
+        "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
+        "local_gather": _NO_INSTRUCTION, "max8": _NO_INSTRUCTION,
+        "nc_find_index8": _NO_INSTRUCTION, "nc_match_replace8": _NO_INSTRUCTION,
+        "nc_n_gather": _NO_INSTRUCTION, "nc_stream_shuffle": _NO_INSTRUCTION,
+        "nonzero_with_count": _NO_INSTRUCTION, "range_select": _NO_INSTRUCTION,
+        "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
+        "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
+        "tensor_scalar_reduce": _NO_INSTRUCTION, "tensor_tensor_scan": _NO_INSTRUCTION,
+        "topk": _NO_INSTRUCTION,
+        "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
+        "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",
+        "rand_get_state": "the PRNG state is not exposed", "rand_set_state": "use nl.random_seed",
+}.items():
+    globals()[_name] = _api.unsupported(_M, _name, _reason)
+
+
+from nki._register import (  # noqa: E402,F401
+    VirtualRegister, register_alloc, register_load, register_move, register_store)
+_api.reference_names(_M, """
+NkiInstruction NkiValidationError VirtualRegister activate2 activation activation_reduce
+affine_select bn_aggr bn_stats core_barrier dge_mode dma_compute dma_copy dma_engine
+dma_transpose dropout engine exponential get_nc_sub_version get_nc_version gpsimd_engine iota
+local_gather matmul_perf_mode max8 memset nc_find_index8 nc_match_replace8 nc_matmul
+nc_matmul_mx nc_n_gather nc_stream_shuffle nc_transpose nc_version nonzero_with_count oob_mode
+quantize_mx rand2 rand_get_state rand_set_state range_select reciprocal reduce_cmd register_alloc
+register_load register_move register_store rng scalar_engine scalar_tensor_tensor select_reduce
+sendrecv sequence_bounds set_rng_seed tensor_copy tensor_copy_predicated tensor_engine
+tensor_partition_reduce tensor_reduce tensor_scalar tensor_scalar_cumulative
+tensor_scalar_reduce tensor_tensor tensor_tensor_scan topk unknown_engine vector_engine
+""")

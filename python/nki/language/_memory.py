@@ -1,0 +1,158 @@
+"""nl's creation and memory ops: tensors in SBUF / PSUM (tiles on the current core) or HBM
+(runtime TensorViews), DMA between them (load / store), and views that move nothing."""
+import numpy as np
+
+import _nkisim
+from nki.language import _dtypes
+from nki.language._ops import _tile
+from nki.language._tensor import NkiTensor, wrap
+
+_nl = _nkisim.nl
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        return [shape]
+    return [int(s) for s in shape]
+
+
+def _tile_shape(shape, op="nl.ndarray"):
+    """An on-chip shape: a 1-D (P,) becomes (P, 1), as a tile has a partition and a free dim."""
+    if not _nkisim.in_kernel():
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {op}: SBUF and PSUM tensors exist only while a kernel runs: call "
+            f"it from an nki.jit function (kernel(...) or nki.simulate(kernel)(...))")
+    shape = _shape(shape)
+    return shape + [1] if len(shape) == 1 else shape
+
+
+def _hbm(shape, dtype, buffer, name):
+    """A new HBM tensor. Under LNC 2 the programs run the same allocations in the same order, and
+    the n-th shared one (nl.shared_hbm or nl.hbm) of either program is one tensor of both, as
+    the two cores share HBM; nl.private_hbm stays each program's own."""
+    region = _dtypes._region(buffer)
+    if region is not _dtypes.private_hbm and _nkisim.num_programs() > 1:
+        from nki import _kernel
+        return _kernel.shared_allocation(_shape(shape), dtype, name,
+                                         lambda: _new_hbm(shape, dtype, region, name))
+    return _new_hbm(shape, dtype, region, name)
+
+
+def _new_hbm(shape, dtype, region, name):
+    view = _nkisim.TensorView.create(_shape(shape), _dtypes.c_of(dtype), name or "hbm_tensor")
+    return NkiTensor(view, region, name)
+
+
+def ndarray(shape, dtype, buffer=_dtypes.sbuf, name="", address=None):
+    """An uninitialised tensor (float tiles read as NaN until written; HBM starts at zero)."""
+    dtype = _dtypes.resolve(dtype)
+    if _dtypes.is_hbm(buffer):
+        return _hbm(shape, dtype, buffer, name)
+    tile = _nl.ndarray(_tile_shape(shape), dtype.c, _dtypes.is_psum(buffer), name or "ndarray")
+    return NkiTensor(tile, _dtypes._region(buffer), name)
+
+
+def full(shape, fill_value, dtype, buffer=_dtypes.sbuf, name=""):
+    """A tensor filled with fill_value (on chip: one memset on the Vector engine)."""
+    dtype = _dtypes.resolve(dtype)
+    if _dtypes.is_hbm(buffer):
+        t = _hbm(shape, dtype, buffer, name)
+        t._h.write(np.full(_shape(shape), fill_value, dtype=np.float32))
+        return t
+    tile = _nl.full(_tile_shape(shape, "nl.full"), float(fill_value), dtype.c,
+                    _dtypes.is_psum(buffer), name or "full")
+    return NkiTensor(tile, _dtypes._region(buffer), name)
+
+
+def zeros(shape, dtype, buffer=_dtypes.sbuf, name=""):
+    if _dtypes.is_hbm(buffer):
+        return _hbm(shape, _dtypes.resolve(dtype), buffer, name)  # HBM tensors start zeroed
+    return full(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=_dtypes.sbuf, name=""):
+    return full(shape, 1.0, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name=""):
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def empty_like(x, dtype=None, buffer=None, name=""):
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def rand(shape, dtype, buffer=_dtypes.sbuf, name=""):
+    return wrap(_nl.rand(_shape(shape), _dtypes.c_of(dtype)))
+
+
+def random_seed(seed):
+    if isinstance(seed, NkiTensor):
+        seed = int(np.asarray(seed.numpy()).ravel()[0])
+    _nl.random_seed(int(seed) & 0xFFFFFFFF)
+
+
+def _hbm_handle(x, op, operand):
+    if not isinstance(x, NkiTensor) or x.on_chip:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {op}: operand '{operand}' must be an HBM tensor, got {x!r}")
+    return x._h
+
+
+def load(src, dtype=None):
+    """A new SBUF tile holding src (an HBM tensor): one DMA."""
+    return wrap(_nl.load(_hbm_handle(src, "load", "src"), _dtypes.c_of(dtype)))
+
+
+def store(dst, value):
+    """dst (HBM) = value (a tile): one DMA."""
+    _nl.store(_hbm_handle(dst, "store", "dst"), _tile(value, "store", "value"))
+
+
+def load_transpose2d(src, dtype=None):
+    return wrap(_nl.load_transpose2d(_hbm_handle(src, "load_transpose2d", "src"),
+                                     _dtypes.c_of(dtype)))
+
+
+def gather_flattened(data, indices, axis=0, dtype=None):
+    return wrap(_nl.gather_flattened(_tile(data, "gather_flattened", "data"),
+                                     _tile(indices, "gather_flattened", "indices"),
+                                     _dtypes.c_of(dtype)))
+
+
+def expand_dims(x, axis):
+    if not x.on_chip:
+        return x.expand_dim(axis)
+    return x._view(_nl.expand_dims(x._h, int(axis)))
+
+
+def broadcast_to(x, shape, dtype=None):
+    view = x._view(_nl.broadcast_to(x._h, _shape(shape)))
+    if dtype is None or _dtypes.resolve(dtype) is x.dtype:
+        return view
+    from nki.language._ops import copy
+    return copy(view, dtype)
+
+
+def shared_constant(constant, dtype=None):
+    """An HBM tensor holding a host array or a .npy file's (a constant the kernel reads; loaded
+    before the kernel runs, so it costs no instruction)."""
+    array = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
+    d = _dtypes.resolve(dtype) if dtype is not None else _dtypes.resolve(array.dtype)
+    t = _hbm(array.shape, d, _dtypes.shared_hbm, "shared_constant")
+    t._h.write(array)
+    return t
+
+
+def shared_identity_matrix(n, dtype=_dtypes.uint8, dst=None):
+    """The n x n identity in SBUF (or in dst), a constant loaded before the kernel runs: written
+    by the host, no instruction."""
+    if dst is None:
+        dst = ndarray((int(n), int(n)), dtype, buffer=_dtypes.sbuf, name="identity")
+    dst._h.write(np.eye(int(n), dtype=np.float32))
+    return dst
+
+
+def device_print(print_prefix, tensor):
+    """Prints the tensor's values now (a host read: no simulated cost)."""
+    print(print_prefix, tensor.numpy() if isinstance(tensor, NkiTensor) else tensor)

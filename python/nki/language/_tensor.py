@@ -1,0 +1,308 @@
+"""NkiTensor: NKI's tensor type over the runtime's handles.
+
+An on-chip tensor (SBUF, PSUM) holds a ``_nkisim.Tile``, an HBM tensor a ``_nkisim.TensorView``;
+every view method maps onto the runtime's view of the same name, so the view rules and their
+errors are the runtime's. Indexing follows NKI: on chip, dim 0 is the partition dim and an integer
+on it keeps a size-1 slice (a result is always at least 2-D); in HBM an integer removes its dim
+(a result is at least 1-D).
+"""
+import numbers
+
+import _nkisim
+from nki._api import unsupported_error
+from nki.language import _dtypes
+
+
+class DynSlice:
+    """``nl.ds(start, size)``: the slice [start, start + size) of one dim."""
+
+    __slots__ = ("start", "size", "step")
+
+    def __init__(self, start, size, step=1):
+        if isinstance(start, NKIObject) or isinstance(size, NKIObject):
+            raise unsupported_error("nki.language.ds with a tensor start or size",
+                                    "dynamic (run-time) slicing is not modelled")
+        self.start, self.size, self.step = int(start), int(size), int(step)
+
+    def __repr__(self):
+        return f"nl.ds({self.start}, {self.size})"
+
+
+def ds(start, size):
+    return DynSlice(start, size)
+
+
+class NKIObject:
+    """Base class of NKI's configuration objects: keyword arguments become attributes."""
+
+    def __init__(self, **kwargs):
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+
+def _not_here(what):
+    return unsupported_error(f"nki.language.NkiTensor.{what}", _REASONS[what])
+
+
+_REASONS = {
+    "permute": "on-chip tiles have no free-dim permutation in the runtime's Tile views "
+               "(HBM tensors permute)",
+    "ap": "on-chip tiles take no access pattern in the runtime (HBM tensors do)",
+    "rearrange": "einops-style patterns are not parsed; use reshape / permute",
+    "vector_select": "per-partition indirect DMA addressing is not modelled",
+    "indirect": "tensor indirection (NeuronCore-v4) is not modelled",
+}
+
+
+class NkiTensor(NKIObject):
+    """A tensor in SBUF, PSUM or HBM; views share storage with the tensor they come from."""
+
+    __slots__ = ("_h", "buffer", "_base", "_acc", "name")
+
+    def __init__(self, handle, buffer=_dtypes.sbuf, name="", base=None):
+        self._h = handle
+        self.buffer = buffer
+        self.name = name
+        # The tensor this is a view of (None for a tensor that owns its storage: a reference to
+        # itself would make a cycle, and the tile would wait for the cycle collector to be freed).
+        self._base = base
+        self._acc = None  # nc_matmul's accumulate=None inference, kept on the base tensor
+
+    # --- attributes -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self._h.shape
+
+    @property
+    def dtype(self):
+        return _dtypes.from_c(self._h.dtype)
+
+    @property
+    def ndim(self):
+        return len(self._h.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._h.shape:
+            n *= s
+        return n
+
+    @property
+    def on_chip(self):
+        return isinstance(self._h, _nkisim.Tile)
+
+    @property
+    def strides(self):
+        if not self.on_chip:
+            return self._h.strides
+        return (self._partition_stride(),) + self._h.free_strides
+
+    @property
+    def offset(self):
+        return self._h.offset if not self.on_chip else self._h.free_offset
+
+    def _partition_stride(self):
+        # Partitions are separate memories: report the row length of the buffer's free dims.
+        n = 1
+        for s in self._h.shape[1:]:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"NkiTensor({self.shape}, {self.dtype!r}, buffer={self.buffer.name})"
+
+    def _view(self, handle):
+        return NkiTensor(handle, self.buffer, self.name, self._base or self)
+
+    # --- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        key = _expand_ellipsis(key, len(self._h.shape))
+        h = self._h
+        on_chip = isinstance(h, _nkisim.Tile)
+        dim = 0
+        for k in key:
+            if isinstance(k, slice):
+                size = h.shape[dim]
+                start, stop, step = _slice_bounds(k, size)
+                if (start, stop, step) != (0, size, 1):
+                    h = h.slice(dim, start, stop, step)
+                dim += 1
+            elif isinstance(k, DynSlice):
+                h = h.slice(dim, k.start, k.start + k.size * k.step, k.step)
+                dim += 1
+            elif isinstance(k, numbers.Integral):
+                index = int(k)
+                if index < 0:
+                    index += h.shape[dim]
+                keep = (dim == 0 or len(h.shape) <= 2) if on_chip else len(h.shape) <= 1
+                if keep:
+                    h = h.slice(dim, index, index + 1)
+                    dim += 1
+                else:
+                    h = h.select(dim, index)
+            else:
+                raise TypeError(f"NkiTensor index {k!r}: use int, slice, ..., or nl.ds")
+        return self._view(h)
+
+    def __setitem__(self, key, value):
+        from nki import isa as nisa
+        dst = self[key]
+        if isinstance(value, NkiTensor):
+            if dst.on_chip and value.on_chip:
+                nisa.tensor_copy(dst=dst, src=value)
+            else:
+                nisa.dma_copy(dst=dst, src=value)
+        else:
+            nisa.memset(dst=dst, value=value)
+
+    # --- views ------------------------------------------------------------------------------
+    def slice(self, dim, start, end, step=1):
+        return self._view(self._h.slice(dim, start, end, step))
+
+    def select(self, dim, index):
+        """Drops `dim` at `index`: an int, a register, or a one-element tensor whose value is read
+        now (the kernel runs eagerly, so the hardware's run-time index is known)."""
+        from nki._register import _int
+        return self._view(self._h.select(dim, _int(index)))
+
+    def reshape(self, shape):
+        shape = tuple(int(s) for s in shape)
+        shape = _infer(shape, self.size)
+        if self.on_chip:
+            if shape[0] != self.shape[0]:
+                raise _nkisim.NkiValidationError(
+                    f"invalid argument: reshape: on-chip tensor {self.shape} to {shape}: the "
+                    f"partition dim {self.shape[0]} must stay")
+            return self._view(self._h.reshape(list(shape[1:])))
+        return self._view(self._h.reshape(list(shape)))
+
+    def permute(self, dims):
+        dims = tuple(int(d) for d in dims)
+        if dims == tuple(range(self.ndim)):
+            return self
+        if self.on_chip:
+            raise _not_here("permute")
+        return self._view(self._h.permute(list(dims)))
+
+    def broadcast(self, dim, size):
+        if self.on_chip:
+            return self._view(self._h.broadcast(dim, size))
+        shape = list(self.shape)
+        shape[dim] = int(size)
+        return self._view(_nkisim.nl.broadcast_to(self._h, shape))
+
+    def expand_dim(self, dim):
+        shape = list(self.shape)
+        shape.insert(dim, 1)
+        return self.reshape(shape)
+
+    def squeeze_dim(self, dim):
+        shape = list(self.shape)
+        if shape[dim] != 1:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: squeeze_dim: dim {dim} of {self.shape} has size "
+                f"{shape[dim]}, not 1")
+        del shape[dim]
+        return self.reshape(shape)
+
+    def reshape_dim(self, dim, shape):
+        inner = _infer(tuple(int(s) for s in shape), self.shape[dim])
+        full = self.shape[:dim] + inner + self.shape[dim + 1:]
+        return self.reshape(full)
+
+    def flatten_dims(self, start_dim, end_dim):
+        merged = 1
+        for s in self.shape[start_dim:end_dim + 1]:
+            merged *= s
+        return self.reshape(self.shape[:start_dim] + (merged,) + self.shape[end_dim + 1:])
+
+    def view(self, dtype):
+        return self._view(self._h.bitcast(_dtypes.c_of(dtype)))
+
+    reinterpret_cast = view
+
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
+           dtype=None):
+        if self.on_chip:
+            raise _not_here("ap")
+        if vector_offset is not None:
+            raise _not_here("vector_select")
+        h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
+        base = h.offset + (0 if offset is None else int(offset))
+        if scalar_offset is not None:
+            # The offset's value is known now (an int, a register, or a one-element tensor read
+            # by the host): the access lands where the hardware's indirect DMA would put it.
+            from nki._register import _int
+            base += _int(scalar_offset) * h.strides[indirect_dim]
+        return self._view(h.ap(base, [(int(s), int(c)) for s, c in pattern]))
+
+    def get_pattern(self):
+        return [[int(s), int(c)] for s, c in zip(self.strides, self.shape)]
+
+    def is_contiguous(self):
+        if self.on_chip:
+            return self._h.free_contiguous()
+        return self._h.is_contiguous()
+
+    def is_indirect(self):
+        return False
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
+        raise _not_here("rearrange")
+
+    def vector_select(self, dim, vector_offset):
+        raise _not_here("vector_select")
+
+    def indirect(self, index, num_elem=None):
+        raise _not_here("indirect")
+
+    # Host read of the values (debugging, device_print): no simulated cost.
+    def numpy(self):
+        return self._h.read()
+
+    def __bool__(self):
+        """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
+        import numpy as np
+        return bool(np.all(self.numpy() != 0))
+
+
+def _expand_ellipsis(key, rank):
+    if not any(k is Ellipsis for k in key):
+        return key
+    i = next(i for i, k in enumerate(key) if k is Ellipsis)
+    fill = rank - (len(key) - 1)
+    return key[:i] + (slice(None),) * fill + key[i + 1:]
+
+
+def _slice_bounds(k, size):
+    step = 1 if k.step is None else int(k.step)
+    start = 0 if k.start is None else int(k.start)
+    stop = size if k.stop is None else int(k.stop)
+    if start < 0:
+        start += size
+    if stop < 0:
+        stop += size
+    return start, stop, step
+
+
+def _infer(shape, total):
+    if -1 not in shape:
+        return shape
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    return tuple(total // known if s == -1 else s for s in shape)
+
+
+def wrap(handle, buffer=None, name=""):
+    """An NkiTensor for a runtime handle (an op's result)."""
+    if buffer is None:
+        if isinstance(handle, _nkisim.Tile):
+            buffer = _dtypes.psum if handle.is_psum else _dtypes.sbuf
+        else:
+            buffer = _dtypes.shared_hbm
+    return NkiTensor(handle, buffer, name)

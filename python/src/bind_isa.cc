@@ -1,0 +1,147 @@
+// The nisa instructions, one binding each, taking the runtime's own operands (Tile, TensorView,
+// enums). Operand rules, results and costs are the C++ instruction's; the nki.isa package
+// (python/nki/isa/__init__.py) maps the NKI 0.6 signatures onto these. The two instructions that
+// wait for the peer core (sendrecv, core_barrier) release the GIL while they wait, so the other
+// program's thread can run.
+#include <pybind11/stl.h>
+
+#include <variant>
+
+#include "python/src/bindings.h"
+#include "runtime/nisa/nisa.h"
+
+namespace nkisim::python {
+namespace {
+
+using ScalarArg = std::variant<Tile, float>;
+
+nisa::Scalar ToScalar(const ScalarArg& arg) {
+  if (const Tile* t = std::get_if<Tile>(&arg)) return nisa::Scalar(*t);
+  return nisa::Scalar(std::get<float>(arg));
+}
+
+void BindOpEnums(py::module_& m) {
+  py::enum_<nisa::AluOp> alu(m, "AluOp");
+  for (int i = 0; i <= static_cast<int>(nisa::AluOp::kShiftRight); ++i) {
+    const auto op = static_cast<nisa::AluOp>(i);
+    alu.value(nisa::AluOpName(op), op);
+  }
+  py::enum_<nisa::ActFn> act(m, "ActFn");
+  for (int i = 0; i <= static_cast<int>(nisa::ActFn::kAbs); ++i) {
+    const auto fn = static_cast<nisa::ActFn>(i);
+    act.value(nisa::ActFnName(fn), fn);
+  }
+  py::enum_<nisa::DgeMode>(m, "DgeMode")
+      .value("auto", nisa::DgeMode::kAuto)
+      .value("hardware", nisa::DgeMode::kHardware)
+      .value("software", nisa::DgeMode::kSoftware);
+}
+
+// dma_copy for one direction; pybind11 picks the overload by the operands' types.
+template <typename Dst, typename Src>
+void DefDmaCopy(py::module_& m) {
+  DefNoGil(
+      m, "dma_copy",
+      [](const Dst& dst, const Src& src, int queue) {
+        nisa::DmaOptions options;
+        options.queue = queue;
+        nisa::dma_copy(dst, src, options);
+      },
+      py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
+}
+
+void BindDma(py::module_& m) {
+  DefDmaCopy<Tile, TensorView>(m);  // the common load first: overloads are tried in order
+  DefDmaCopy<TensorView, Tile>(m);
+  DefDmaCopy<Tile, Tile>(m);
+  DefDmaCopy<TensorView, TensorView>(m);
+  DefNoGil(m, "dma_transpose", &nisa::dma_transpose, py::arg("dst"), py::arg("src"),
+           py::arg("mode") = nisa::DgeMode::kAuto);
+  DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
+}
+
+void BindPe(py::module_& m) {
+  DefNoGil(
+      m, "nc_matmul",
+      [](const Tile& dst, const Tile& stationary, const Tile& moving, bool accumulate,
+         bool double_row) {
+        nisa::nc_matmul(
+            dst, stationary, moving,
+            {.accumulate = accumulate,
+             .perf_mode = double_row ? nisa::PerfMode::kDoubleRow : nisa::PerfMode::kNone});
+      },
+      py::arg("dst"), py::arg("stationary"), py::arg("moving"), py::arg("accumulate"),
+      py::arg("double_row") = false);
+  DefNoGil(m, "nc_transpose", &nisa::nc_transpose);
+  DefNoGil(m, "quantize_mx", &nisa::quantize_mx);
+  DefNoGil(
+      m, "nc_matmul_mx",
+      [](const Tile& dst, const Tile& s, const Tile& mv, const Tile& ss, const Tile& ms,
+         bool accumulate) { nisa::nc_matmul_mx(dst, s, mv, ss, ms, {.accumulate = accumulate}); });
+}
+
+void BindElementwise(py::module_& m) {
+  DefNoGil(m, "tensor_tensor", &nisa::tensor_tensor);
+  DefNoGil(m, "tensor_scalar",
+           [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
+              bool reverse0, nisa::AluOp op1, const ScalarArg& operand1, bool reverse1, Engine e) {
+             nisa::tensor_scalar(
+                 dst, data, {op0, ToScalar(operand0), reverse0, op1, ToScalar(operand1), reverse1},
+                 e);
+           });
+  DefNoGil(m, "scalar_tensor_tensor",
+           [](const Tile& dst, const Tile& data0, nisa::AluOp op0, const ScalarArg& scalar,
+              nisa::AluOp op1, const Tile& data1, Engine e) {
+             nisa::scalar_tensor_tensor(dst, data0, op0, ToScalar(scalar), op1, data1, e);
+           });
+  DefNoGil(m, "activation",
+           [](const Tile& dst, nisa::ActFn fn, const Tile& data, const ScalarArg& scale,
+              const std::optional<Tile>& bias, nisa::AluOp reduce_op,
+              const std::optional<Tile>& reduce_res) {
+             nisa::activation(dst, fn, data,
+                              {.scale = ToScalar(scale),
+                               .bias = bias.value_or(Tile()),
+                               .reduce_op = reduce_op,
+                               .reduce_res = reduce_res.value_or(Tile())});
+           });
+  DefNoGil(m, "tensor_copy", &nisa::tensor_copy);
+  DefNoGil(m, "reciprocal", &nisa::reciprocal);
+  DefNoGil(m, "select", &nisa::select);
+  DefNoGil(m, "memset", &nisa::memset);
+  DefNoGil(m, "iota", &nisa::iota);
+}
+
+void BindReduceGatherRandom(py::module_& m) {
+  DefNoGil(m, "tensor_reduce",
+           [](const Tile& dst, nisa::AluOp op, const Tile& data, const std::vector<int>& axes,
+              bool mean, bool negate) {
+             nisa::tensor_reduce(dst, op, data, axes, {.mean = mean, .negate = negate});
+           });
+  DefNoGil(m, "bn_stats", &nisa::bn_stats);
+  DefNoGil(m, "bn_aggr", &nisa::bn_aggr);
+  DefNoGil(m, "gather_flattened", &nisa::gather_flattened);
+  DefNoGil(m, "random_seed", &nisa::random_seed);
+  DefNoGil(m, "random", &nisa::random);
+  DefNoGil(m, "dropout", [](const Tile& dst, const Tile& data, const ScalarArg& prob) {
+    nisa::dropout(dst, data, ToScalar(prob));
+  });
+}
+
+void BindCoreSync(py::module_& m) {
+  DefNoGil(m, "sendrecv", &nisa::sendrecv);
+  DefNoGil(m, "core_barrier", &nisa::core_barrier);
+}
+
+}  // namespace
+
+void BindIsa(py::module_& m) {
+  py::module_ isa = m.def_submodule("isa", "nisa instructions");
+  BindOpEnums(m);
+  BindDma(isa);
+  BindPe(isa);
+  BindElementwise(isa);
+  BindReduceGatherRandom(isa);
+  BindCoreSync(isa);
+}
+
+}  // namespace nkisim::python

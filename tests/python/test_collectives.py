@@ -1,0 +1,27 @@
+"""nki.collectives kernels across 4 and 8 MPI ranks, through `nkisim python --ranks N`."""
+import os
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+NKISIM = os.environ.get("NKISIM_BIN", os.path.join(HERE, "..", "..", "build", "launcher", "nkisim"))
+
+
+def _ranks(n, script, *args):
+    return subprocess.run([NKISIM, "python", "--ranks", str(n), os.path.join(HERE, script),
+                           *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_all_gather_and_all_reduce_across_ranks(n):
+    out = _ranks(n, "collective_kernels.py", str(n))
+    assert out.returncode == 0, out.stdout + out.stderr
+    # The ranks' lines may interleave: count them.
+    assert out.stdout.count(": OK ") == n and "WRONG" not in out.stdout, out.stdout
+
+
+def test_a_failing_rank_ends_the_job():
+    out = _ranks(2, "collective_failure.py")
+    assert out.returncode != 0
+    assert "rank 1 refuses" in out.stderr
