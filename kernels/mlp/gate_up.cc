@@ -46,11 +46,16 @@ Tile StaticDequant(NeuronCore& core, const TensorView& w_scale, const TensorView
   return s;
 }
 
-Tile QuantizeInput(NeuronCore& core, const Tile& x, const TensorView& in_scale, DType dtype) {
-  Tile inv = LoadRowBroadcast(core, "inverse_in_scale", in_scale, x.partitions(), DType::kFloat32);
+Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in_scale,
+                           DType dtype) {
+  const int64_t np = x.partitions(), t = x.free_shape()[0], subtiles = x.free_shape()[1];
+  Tile inv = LoadRowBroadcast(core, "inverse_in_scale", in_scale, np, DType::kFloat32);
   nisa::reciprocal(inv, inv);
-  Tile q = core.AllocateSbuf("x_fp8", x.shape(), dtype);
-  nisa::tensor_scalar(q, x, {.op0 = AluOp::kMultiply, .operand0 = inv}, Engine::kGpSimd);
+  Tile q = core.AllocateSbuf("x_fp8", {np, subtiles, t}, dtype);
+  for (int64_t j = 0; j < subtiles; ++j) {
+    nisa::tensor_scalar(q.select(1, j), x.select(2, j), {.op0 = AluOp::kMultiply, .operand0 = inv},
+                        Engine::kGpSimd);
+  }
   return q;
 }
 

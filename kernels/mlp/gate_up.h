@@ -30,9 +30,11 @@ Tile LoadColumns(NeuronCore& core, const char* name, const TensorView& rows, int
 Tile StaticDequant(NeuronCore& core, const TensorView& w_scale, const TensorView& in_scale,
                    int64_t partitions);
 
-// A new [P, ...] tile of x's shape in `dtype` (fp8): x / s_in (the conversion saturates to the
-// fp8 range), s_in read from row 0 of in_scale [1 | P, 1]. On GpSimd (SBUF only).
-Tile QuantizeInput(NeuronCore& core, const Tile& x, const TensorView& in_scale, DType dtype);
+// x [P, T, J] as a new fp8 tile [P, J, T] (the double-row matmul's moving layout, subtiles
+// before tokens): x / s_in (the conversion saturates to the fp8 range), s_in read from row 0 of
+// in_scale [1 | P, 1]; one instruction per subtile j, on GpSimd (SBUF only).
+Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in_scale,
+                           DType dtype);
 
 class GateUp {
  public:

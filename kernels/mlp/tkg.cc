@@ -6,11 +6,15 @@
 //     matmul costs max(B*S, 64) PE cycles instead of 512 for a [B*S, 512] product.
 //   down: the product h^T [I rows, B*S] is the stationary operand and down_w [I rows, 512 H
 //     columns] the moving one, into [B*S, 512] PSUM banks: the output's own layout.
-// Loop order: gate / up column block by block (512 columns of I: four PSUM chunks [128, B*S] of
-// one bank for gate and one for up), this core's H subtiles accumulating; then the down banks of
-// this core's output columns, I chunks accumulating. All the weights flow in that order through
-// one WeightStream ring, so the down weights stream in while the last gate / up blocks finish and
-// the PE trails the HBM stream (the kernel is HBM-bound).
+// Loop order: gate / up column block by block (up to 512 columns of I: four PSUM chunks
+// [128, B*S] of one bank for gate and one for up), this core's H subtiles accumulating; then the
+// down banks of this core's output columns, I chunks accumulating. All the weights flow in that
+// order through one WeightStream ring and the PE trails the HBM stream (the kernel is HBM-bound).
+// The last block is a single I chunk, and the down projection runs in two phases: phase A
+// contracts the I chunks before it, bank by bank, into an fp32 SBUF partial while the last block's
+// partials are exchanged; phase B adds the last chunk's product at the eviction. So what follows
+// the last weight byte is one chunk's down matmuls per bank, not the whole down projection (which
+// needs every chunk of h: I = 448 at H = 8192 went from 1.31x to 1.0Nx the stream floor).
 // LNC 2 (mlp.h): core s holds rows [s H / 2, (s + 1) H / 2) of x_hat, Wg and Wu, so its gate / up
 // products are partial; after each block the fp32 partials go to the peer (sendrecv) and each
 // core adds the peer's (on GpSimd, SBUF only), then applies act * up to the full sums (biases
@@ -37,6 +41,21 @@ int64_t ChunksPerBlock(const MlpConfig& cfg) {
   return std::max<int64_t>(1, cfg.bank_cols / cfg.partitions);
 }
 
+struct ChunkRange {
+  int64_t begin = 0, end = 0;  // I chunks [begin, end)
+  int64_t size() const { return end - begin; }
+};
+
+// Blocks of ChunksPerBlock I chunks, the last chunk alone in the last block (when there are two
+// or more), so the down projection's phase A can run before the last block's exchange ends.
+std::vector<ChunkRange> GateUpBlocks(const MlpConfig& cfg) {
+  const int64_t n = cfg.i_chunks(), per = ChunksPerBlock(cfg), split = n > 1 ? n - 1 : n;
+  std::vector<ChunkRange> blocks;
+  for (int64_t c = 0; c < split; c += per) blocks.push_back({c, std::min(split, c + per)});
+  if (split < n) blocks.push_back({split, n});
+  return blocks;
+}
+
 class TkgProgram {
  public:
   TkgProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
@@ -44,11 +63,23 @@ class TkgProgram {
   void Run();
 
  private:
+  void Allocate();
   void BuildChunks();
-  void Accumulate(const Tile& acc, int64_t c_first, int64_t c_end);
-  void GateUpBlock(int64_t block);
-  void ExchangeAndApply(int64_t block, const Tile& gate, const Tile& up);
-  void DownBank(int64_t bank);
+  void Accumulate(const Tile& acc, const ChunkRange& block);
+  void GateUpBlock(size_t b);
+  void Exchange(size_t b);
+  void Apply(size_t b);
+  // The down products of I chunks `chunks` for every bank of this core's columns: phase A (the
+  // chunks before the last block) ends in partial_down_, phase B adds it and stores the output.
+  void DownPhase(const ChunkRange& chunks, bool last);
+  void EvictDown(const Tile& acc, int64_t h0, int64_t h1, bool last, bool has_partial);
+  // 2 when free index jj and jj + 1 of chunk w go into one double-row matmul (STATIC: both
+  // operands fp8, K = 256 for the time of 128), else 1.
+  int64_t Pair(const Tile& w, int64_t jj) const {
+    return double_row_ && jj + 1 < w.free_shape()[0] && w.partitions() == cfg_.partitions ? 2 : 1;
+  }
+  // x_hat's subtile j as the gate / up moving operand [P, T].
+  Tile Moving(int64_t j) const { return double_row_ ? x_.select(1, j) : x_.select(2, j); }
   // The next chunk of the stream; Release() frees it.
   Tile Next() { return stream_->Get(next_); }
   void Release() { stream_->Release(next_++); }
@@ -59,119 +90,42 @@ class TkgProgram {
   const MlpParams& p_;
   const MlpResult& result_;
   int s_;
-  int64_t shard0_;  // this core's first output column of down
-  Tile x_;          // [P, T, H1s]: this core's rows of x_hat (fp8 for STATIC)
-  Tile h_;          // [P, I chunks, T]: h^T, the down projection's stationary
+  int64_t shard0_, shard1_;  // this core's output columns of down
+  std::vector<ChunkRange> blocks_;
+  bool double_row_;          // STATIC: fp8 x fp8 matmuls in pairs (perf_mode double_row)
+  Tile x_;                   // [P, T, H1s]: this core's rows of x_hat; STATIC: fp8 [P, H1s, T]
+  Tile h_;                   // [P, I chunks, T]: h^T, the down projection's stationary
   Tile acc_gate_[2], acc_up_[2], acc_down_[2];
   Tile partial_[2], peer_[2];  // LNC 2: [P, 2, chunks per block, T] fp32 (gate, up)
-  Tile out_;                   // [T, H / L] in the I/O dtype
+  // Per bank of this core's output columns (separate tiles: the scoreboard orders a tile's
+  // writers after its readers, so one shared tile would hold each bank's eviction behind the
+  // previous bank's store): phase A's fp32 product, and the output in the I/O dtype.
+  std::vector<Tile> partial_down_, out_;
   std::vector<TensorView> chunks_;
-  std::vector<int64_t> gate_chunks_, bank_chunks_;  // gate_w chunks per block, chunks per bank
   std::unique_ptr<WeightStream> stream_;
   std::unique_ptr<GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
   int64_t next_ = 0;
+  int64_t down_banks_done_ = 0;
   int evictions_ = 0;
 };
 
 TkgProgram::TkgProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
     : ctx_(ctx), core_(ctx.core), cfg_(cfg), p_(p), result_(result), s_(ctx.prg_id),
-      shard0_(ctx.prg_id * cfg.h / cfg.lnc) {}
+      shard0_(ctx.prg_id * cfg.h / cfg.lnc), shard1_((ctx.prg_id + 1) * cfg.h / cfg.lnc),
+      blocks_(GateUpBlocks(cfg)), double_row_(cfg.is_static()) {}
 
-void TkgProgram::BuildChunks() {
-  const int64_t np = cfg_.partitions, h1s = cfg_.shard_subtiles(), cols = ChunksPerBlock(cfg_) * np;
-  auto shard = [&](const TensorView& w) {
-    return w.reshape({cfg_.lnc, np, h1s, cfg_.i}).select(0, s_);
-  };
-  const TensorView g = shard(p_.gate_w), u = shard(p_.up_w);
-  for (int64_t c0 = 0; c0 < cfg_.i; c0 += cols) {
-    const size_t before = chunks_.size();
-    AppendGateUpChunks(g, c0, std::min(cfg_.i, c0 + cols), cfg_, core_.profile(), &chunks_);
-    gate_chunks_.push_back(static_cast<int64_t>(chunks_.size() - before));
-    AppendGateUpChunks(u, c0, std::min(cfg_.i, c0 + cols), cfg_, core_.profile(), &chunks_);
-  }
-  const int64_t end = shard0_ + cfg_.h / cfg_.lnc;
-  for (int64_t h0 = shard0_; h0 < end; h0 += cfg_.bank_cols) {
-    const size_t before = chunks_.size();
-    AppendDownChunks(p_.down_w, h0, std::min(end, h0 + cfg_.bank_cols), cfg_, core_.profile(),
-                     &chunks_);
-    bank_chunks_.push_back(static_cast<int64_t>(chunks_.size() - before));
-  }
-}
-
-// acc[:, c - c_first, :] = sum over this core's H subtiles of W[:, j, chunk c]^T x[:, :, j], for
-// the I chunks [c_first, c_end), the next chunks of the stream (one weight's share of a block).
-void TkgProgram::Accumulate(const Tile& acc, int64_t c_first, int64_t c_end) {
-  const int64_t np = cfg_.partitions, subtiles = cfg_.shard_subtiles();
-  for (int64_t j = 0; j < subtiles; Release()) {
-    const Tile w = Next();
-    for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
-      for (int64_t c = c_first; c < c_end; ++c) {
-        const int64_t rows = cfg_.i_rows(c), col = (c - c_first) * np;
-        nisa::nc_matmul(acc.select(1, c - c_first).slice(0, 0, rows),
-                        w.select(1, jj).slice(1, col, col + rows), x_.select(2, j),
-                        {.accumulate = j > 0});
-      }
-    }
-  }
-}
-
-void TkgProgram::GateUpBlock(int64_t block) {
-  const int64_t per = ChunksPerBlock(cfg_), c_first = block * per;
-  const int64_t c_end = std::min(cfg_.i_chunks(), c_first + per);
-  const Tile gate = acc_gate_[block % 2].slice(1, 0, c_end - c_first);
-  const Tile up = acc_up_[block % 2].slice(1, 0, c_end - c_first);
-  Accumulate(gate, c_first, c_end);
-  Accumulate(up, c_first, c_end);
-  ExchangeAndApply(block, gate, up);
-}
-
-void TkgProgram::ExchangeAndApply(int64_t block, const Tile& gate, const Tile& up) {
-  const int64_t c_first = block * ChunksPerBlock(cfg_), chunks = gate.free_shape()[0];
-  Tile g = gate, u = up;
-  if (cfg_.lnc == 2) {
-    const Tile mine = partial_[block % 2].slice(2, 0, chunks);
-    const Tile peer = peer_[block % 2].slice(2, 0, chunks);
-    nisa::tensor_copy(mine.select(1, 0), gate, Engine::kVector);
-    nisa::tensor_copy(mine.select(1, 1), up, Engine::kScalar);
-    nisa::sendrecv(mine, peer);
-    nisa::tensor_tensor(mine, mine, peer, AluOp::kAdd, Engine::kGpSimd);
-    g = mine.select(1, 0);
-    u = mine.select(1, 1);
-  }
-  for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t c = c_first + k, rows = cfg_.i_rows(c);
-    gate_up_->Apply(h_.select(1, c).slice(0, 0, rows), g.select(1, k).slice(0, 0, rows),
-                    u.select(1, k).slice(0, 0, rows), c);
-  }
-}
-
-void TkgProgram::DownBank(int64_t bank) {
-  const int64_t t = cfg_.tokens, h0 = shard0_ + bank * cfg_.bank_cols;
-  const int64_t h1 = std::min(shard0_ + cfg_.h / cfg_.lnc, h0 + cfg_.bank_cols);
-  const Tile acc = acc_down_[bank % 2].slice(1, 0, h1 - h0);
-  const int64_t n = bank_chunks_[static_cast<size_t>(bank)];
-  for (int64_t k = 0, c = 0; k < n; ++k, Release()) {
-    const Tile w = Next();
-    for (int64_t q = 0; q < w.free_shape()[0]; ++q, ++c) {
-      nisa::nc_matmul(acc, h_.select(1, c).slice(0, 0, w.partitions()), w.select(1, q),
-                      {.accumulate = c > 0});
-    }
-  }
-  // Evictions alternate Vector and Scalar (GpSimd cannot read PSUM) so banks overlap.
-  const Tile out = out_.slice(1, h0 - shard0_, h1 - shard0_);
-  Evict(out, acc, down_terms_->Cut(t, h0, h1 - h0),
-        evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
-  StoreInPieces(result_.output.reshape({t, cfg_.h}).slice(1, h0, h1), out);
-}
-
-void TkgProgram::Run() {
+void TkgProgram::Allocate() {
   const int64_t np = cfg_.partitions, t = cfg_.tokens, per = ChunksPerBlock(cfg_);
-  x_ = TkgPrologue(ctx_, PrologueConfig(cfg_), PrologueParams(p_), result_.fused_hidden);
-  if (cfg_.is_static()) x_ = QuantizeInput(core_, x_, p_.gate_up_in_scale, cfg_.weight_dtype);
   h_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), t}, cfg_.matmul_input_dtype());
-  out_ = core_.AllocateSbuf("mlp_out", {t, cfg_.h / cfg_.lnc}, cfg_.io_dtype);
+  for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
+    const int64_t width = std::min(shard1_, h0 + cfg_.bank_cols) - h0;
+    out_.push_back(core_.AllocateSbuf("mlp_out", {t, width}, cfg_.io_dtype));
+    if (blocks_.size() > 1) {
+      partial_down_.push_back(core_.AllocateSbuf("down_partial", {t, width}, DType::kFloat32));
+    }
+  }
   for (int k = 0; k < 2; ++k) {
     acc_gate_[k] = core_.AllocatePsum("gate_acc", {np, per, t});
     acc_up_[k] = core_.AllocatePsum("up_acc", {np, per, t});
@@ -183,15 +137,150 @@ void TkgProgram::Run() {
   }
   gate_up_ = std::make_unique<GateUp>(core_, cfg_, p_, t);
   down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, t);
+}
+
+void TkgProgram::BuildChunks() {
+  const int64_t np = cfg_.partitions, h1s = cfg_.shard_subtiles();
+  auto shard = [&](const TensorView& w) {
+    return w.reshape({cfg_.lnc, np, h1s, cfg_.i}).select(0, s_);
+  };
+  const TensorView g = shard(p_.gate_w), u = shard(p_.up_w);
+  for (const ChunkRange& b : blocks_) {
+    const int64_t c0 = b.begin * np, c1 = std::min(cfg_.i, b.end * np);
+    AppendGateUpChunks(g, c0, c1, cfg_, core_.profile(), &chunks_);
+    AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
+  }
+  const int64_t split = blocks_.back().begin;
+  for (const ChunkRange& phase : {ChunkRange{0, split}, ChunkRange{split, cfg_.i_chunks()}}) {
+    for (int64_t h0 = shard0_; h0 < shard1_ && phase.size() > 0; h0 += cfg_.bank_cols) {
+      AppendDownChunks(p_.down_w, phase.begin, phase.end, h0, std::min(shard1_, h0 + cfg_.bank_cols),
+                       cfg_, core_.profile(), &chunks_);
+    }
+  }
+}
+
+// acc[:, c - block.begin, :] = sum over this core's H subtiles j of W[:, j, chunk c]^T x[:, :, j]
+// for the block's I chunks: the next chunks of the stream (one weight's share of the block).
+void TkgProgram::Accumulate(const Tile& acc, const ChunkRange& block) {
+  const int64_t np = cfg_.partitions, subtiles = cfg_.shard_subtiles();
+  for (int64_t j = 0; j < subtiles; Release()) {
+    const Tile w = Next();
+    for (int64_t jj = 0, k = 1; jj < w.free_shape()[0]; jj += k, j += k) {
+      k = Pair(w, jj);
+      for (int64_t c = block.begin; c < block.end; ++c) {
+        const int64_t rows = cfg_.i_rows(c), col = (c - block.begin) * np;
+        const Tile dst = acc.select(1, c - block.begin).slice(0, 0, rows);
+        if (k == 2) {  // STATIC: two H subtiles in one double-row matmul
+          nisa::nc_matmul(dst, w.slice(1, jj, jj + 2).slice(2, col, col + rows),
+                          x_.slice(1, j, j + 2),
+                          {.accumulate = j > 0, .perf_mode = nisa::PerfMode::kDoubleRow});
+        } else {
+          nisa::nc_matmul(dst, w.select(1, jj).slice(1, col, col + rows), Moving(j),
+                          {.accumulate = j > 0});
+        }
+      }
+    }
+  }
+}
+
+void TkgProgram::GateUpBlock(size_t b) {
+  Accumulate(acc_gate_[b % 2].slice(1, 0, blocks_[b].size()), blocks_[b]);
+  Accumulate(acc_up_[b % 2].slice(1, 0, blocks_[b].size()), blocks_[b]);
+}
+
+// LNC 2: the block's partial products to SBUF (fp32), to the peer, and the peer's added.
+void TkgProgram::Exchange(size_t b) {
+  if (cfg_.lnc != 2) return;
+  const int64_t chunks = blocks_[b].size();
+  const Tile mine = partial_[b % 2].slice(2, 0, chunks), peer = peer_[b % 2].slice(2, 0, chunks);
+  nisa::tensor_copy(mine.select(1, 0), acc_gate_[b % 2].slice(1, 0, chunks), Engine::kVector);
+  nisa::tensor_copy(mine.select(1, 1), acc_up_[b % 2].slice(1, 0, chunks), Engine::kScalar);
+  nisa::sendrecv(mine, peer);
+  nisa::tensor_tensor(mine, mine, peer, AluOp::kAdd, Engine::kGpSimd);
+}
+
+// h^T of the block's chunks from the full gate / up sums (PSUM at LNC 1, the exchanged sums at 2).
+void TkgProgram::Apply(size_t b) {
+  const ChunkRange& block = blocks_[b];
+  const Tile g = cfg_.lnc == 2 ? partial_[b % 2].select(1, 0) : acc_gate_[b % 2];
+  const Tile u = cfg_.lnc == 2 ? partial_[b % 2].select(1, 1) : acc_up_[b % 2];
+  for (int64_t c = block.begin; c < block.end; ++c) {
+    const int64_t rows = cfg_.i_rows(c), k = c - block.begin;
+    gate_up_->Apply(h_.select(1, c).slice(0, 0, rows), g.select(1, k).slice(0, 0, rows),
+                    u.select(1, k).slice(0, 0, rows), c);
+  }
+}
+
+void TkgProgram::DownPhase(const ChunkRange& chunks, bool last) {
+  if (chunks.size() == 0) return;
+  const bool has_partial = last && chunks.begin > 0;
+  for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
+    const int64_t h1 = std::min(shard1_, h0 + cfg_.bank_cols);
+    const Tile acc = acc_down_[down_banks_done_++ % 2].slice(1, 0, h1 - h0);
+    for (int64_t c = chunks.begin; c < chunks.end; Release()) {
+      const Tile w = Next();
+      for (int64_t q = 0, k = 1; q < w.free_shape()[0]; q += k, c += k) {
+        k = Pair(w, q);
+        if (k == 2) {
+          nisa::nc_matmul(acc, h_.slice(1, c, c + 2), w.slice(1, q, q + 2),
+                          {.accumulate = c > chunks.begin, .perf_mode = nisa::PerfMode::kDoubleRow});
+        } else {
+          nisa::nc_matmul(acc, h_.select(1, c).slice(0, 0, w.partitions()), w.select(1, q),
+                          {.accumulate = c > chunks.begin});
+        }
+      }
+    }
+    EvictDown(acc, h0, h1, last, has_partial);
+  }
+}
+
+// Evictions alternate Vector and Scalar (GpSimd cannot read PSUM) so banks overlap.
+void TkgProgram::EvictDown(const Tile& acc, int64_t h0, int64_t h1, bool last, bool has_partial) {
+  const int64_t t = cfg_.tokens;
+  const Engine engine = evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar;
+  const size_t bank = static_cast<size_t>((h0 - shard0_) / cfg_.bank_cols);
+  const Tile partial = partial_down_.empty() ? Tile() : partial_down_[bank];
+  if (!last) {
+    nisa::tensor_copy(partial, acc, engine);
+    return;
+  }
+  const Tile& out = out_[bank];
+  EvictionTerms terms = down_terms_->Cut(t, h0, h1 - h0);
+  const bool plain = !terms.scale_row.valid() && !terms.scale_column.valid() && !terms.bias_row.valid();
+  if (has_partial && plain) {
+    nisa::tensor_tensor(out, acc, partial, AluOp::kAdd, engine);
+  } else if (has_partial) {
+    nisa::tensor_tensor(partial, acc, partial, AluOp::kAdd, engine);
+    Evict(out, partial, terms, engine);
+  } else {
+    Evict(out, acc, terms, engine);
+  }
+  StoreInPieces(result_.output.reshape({t, cfg_.h}).slice(1, h0, h1), out);
+}
+
+void TkgProgram::Run() {
+  x_ = TkgPrologue(ctx_, PrologueConfig(cfg_), PrologueParams(p_), result_.fused_hidden);
+  if (cfg_.is_static()) x_ = QuantizeInputSubtiles(core_, x_, p_.gate_up_in_scale, cfg_.weight_dtype);
+  Allocate();
   BuildChunks();
   const DType wdt = cfg_.matmul_weight_dtype();
   const int64_t slot = LargestChunkElements(chunks_), n = static_cast<int64_t>(chunks_.size());
   stream_ = std::make_unique<WeightStream>(core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
                                            [this](int64_t k) { return chunks_[static_cast<size_t>(k)]; });
   stream_->Start();
-  const int64_t blocks = static_cast<int64_t>(gate_chunks_.size());
-  for (int64_t b = 0; b < blocks; ++b) GateUpBlock(b);
-  for (int64_t b = 0; b < static_cast<int64_t>(bank_chunks_.size()); ++b) DownBank(b);
+  const size_t last = blocks_.size() - 1;
+  for (size_t b = 0; b < last; ++b) {
+    GateUpBlock(b);
+    Exchange(b);
+    Apply(b);
+  }
+  // The last block's exchange runs under phase A; its activations follow phase A's evictions on
+  // Scalar / Vector, so they do not hold phase A's banks.
+  GateUpBlock(last);
+  Exchange(last);
+  DownPhase({0, blocks_[last].begin}, /*last=*/false);
+  Apply(last);
+  DownPhase(blocks_[last], /*last=*/true);
 }
 
 }  // namespace
