@@ -182,7 +182,7 @@ void CteProgram::Run() {
     AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
   }
   for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
-    AppendDownChunks(p_.down_w, 0, cfg_.i_chunks(), h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_,
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_,
                      core_.profile(), &chunks_);
   }
   per_block_ = static_cast<int64_t>(chunks_.size());

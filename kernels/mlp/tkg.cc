@@ -10,11 +10,12 @@
 // [128, B*S] of one bank for gate and one for up), this core's H subtiles accumulating; then the
 // down banks of this core's output columns, I chunks accumulating. All the weights flow in that
 // order through one WeightStream ring and the PE trails the HBM stream (the kernel is HBM-bound).
-// The last block is a single I chunk, and the down projection runs in two phases: phase A
-// contracts the I chunks before it, bank by bank, into an fp32 SBUF partial while the last block's
-// partials are exchanged; phase B adds the last chunk's product at the eviction. So what follows
-// the last weight byte is one chunk's down matmuls per bank, not the whole down projection (which
-// needs every chunk of h: I = 448 at H = 8192 went from 1.31x to 1.0Nx the stream floor).
+// Each down bank has its own output tile: the scoreboard orders a tile's writers after its
+// readers, so one shared [B*S, H / L] tile held each bank's eviction behind the previous bank's
+// store (H 8192, I 448, B*S 32: 1.40x the stream floor with it, 1.07x without). Splitting the down
+// projection in two phases around the last block's exchange (an fp32 partial of the earlier
+// chunks) was tried and gained nothing over this (1.04x against 1.07x at B*S 96, H 4096, equal or
+// worse elsewhere), so the down projection waits for all of h.
 // LNC 2 (mlp.h): core s holds rows [s H / 2, (s + 1) H / 2) of x_hat, Wg and Wu, so its gate / up
 // products are partial; after each block the fp32 partials go to the peer (sendrecv) and each
 // core adds the peer's (on GpSimd, SBUF only), then applies act * up to the full sums (biases
@@ -46,13 +47,11 @@ struct ChunkRange {
   int64_t size() const { return end - begin; }
 };
 
-// Blocks of ChunksPerBlock I chunks, the last chunk alone in the last block (when there are two
-// or more), so the down projection's phase A can run before the last block's exchange ends.
+// Blocks of ChunksPerBlock I chunks (the last may be narrower).
 std::vector<ChunkRange> GateUpBlocks(const MlpConfig& cfg) {
-  const int64_t n = cfg.i_chunks(), per = ChunksPerBlock(cfg), split = n > 1 ? n - 1 : n;
+  const int64_t n = cfg.i_chunks(), per = ChunksPerBlock(cfg);
   std::vector<ChunkRange> blocks;
-  for (int64_t c = 0; c < split; c += per) blocks.push_back({c, std::min(split, c + per)});
-  if (split < n) blocks.push_back({split, n});
+  for (int64_t c = 0; c < n; c += per) blocks.push_back({c, std::min(n, c + per)});
   return blocks;
 }
 
@@ -69,10 +68,9 @@ class TkgProgram {
   void GateUpBlock(size_t b);
   void Exchange(size_t b);
   void Apply(size_t b);
-  // The down products of I chunks `chunks` for every bank of this core's columns: phase A (the
-  // chunks before the last block) ends in partial_down_, phase B adds it and stores the output.
-  void DownPhase(const ChunkRange& chunks, bool last);
-  void EvictDown(const Tile& acc, int64_t h0, int64_t h1, bool last, bool has_partial);
+  // The down products of every bank of this core's columns, all I chunks accumulating; each bank
+  // evicted (+ bias, dequantized) and stored.
+  void Down();
   // 2 when free index jj and jj + 1 of chunk w go into one double-row matmul (STATIC: both
   // operands fp8, K = 256 for the time of 128), else 1.
   int64_t Pair(const Tile& w, int64_t jj) const {
@@ -97,16 +95,12 @@ class TkgProgram {
   Tile h_;                   // [P, I chunks, T]: h^T, the down projection's stationary
   Tile acc_gate_[2], acc_up_[2], acc_down_[2];
   Tile partial_[2], peer_[2];  // LNC 2: [P, 2, chunks per block, T] fp32 (gate, up)
-  // Per bank of this core's output columns (separate tiles: the scoreboard orders a tile's
-  // writers after its readers, so one shared tile would hold each bank's eviction behind the
-  // previous bank's store): phase A's fp32 product, and the output in the I/O dtype.
-  std::vector<Tile> partial_down_, out_;
+  std::vector<Tile> out_;      // per down bank: [T, 512] in the I/O dtype
   std::vector<TensorView> chunks_;
   std::unique_ptr<WeightStream> stream_;
   std::unique_ptr<GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
   int64_t next_ = 0;
-  int64_t down_banks_done_ = 0;
   int evictions_ = 0;
 };
 
@@ -122,9 +116,6 @@ void TkgProgram::Allocate() {
   for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
     const int64_t width = std::min(shard1_, h0 + cfg_.bank_cols) - h0;
     out_.push_back(core_.AllocateSbuf("mlp_out", {t, width}, cfg_.io_dtype));
-    if (blocks_.size() > 1) {
-      partial_down_.push_back(core_.AllocateSbuf("down_partial", {t, width}, DType::kFloat32));
-    }
   }
   for (int k = 0; k < 2; ++k) {
     acc_gate_[k] = core_.AllocatePsum("gate_acc", {np, per, t});
@@ -150,12 +141,9 @@ void TkgProgram::BuildChunks() {
     AppendGateUpChunks(g, c0, c1, cfg_, core_.profile(), &chunks_);
     AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
   }
-  const int64_t split = blocks_.back().begin;
-  for (const ChunkRange& phase : {ChunkRange{0, split}, ChunkRange{split, cfg_.i_chunks()}}) {
-    for (int64_t h0 = shard0_; h0 < shard1_ && phase.size() > 0; h0 += cfg_.bank_cols) {
-      AppendDownChunks(p_.down_w, phase.begin, phase.end, h0, std::min(shard1_, h0 + cfg_.bank_cols),
-                       cfg_, core_.profile(), &chunks_);
-    }
+  for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
+    AppendDownChunks(p_.down_w, h0, std::min(shard1_, h0 + cfg_.bank_cols),
+                     cfg_, core_.profile(), &chunks_);
   }
 }
 
@@ -211,51 +199,30 @@ void TkgProgram::Apply(size_t b) {
   }
 }
 
-void TkgProgram::DownPhase(const ChunkRange& chunks, bool last) {
-  if (chunks.size() == 0) return;
-  const bool has_partial = last && chunks.begin > 0;
-  for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
-    const int64_t h1 = std::min(shard1_, h0 + cfg_.bank_cols);
-    const Tile acc = acc_down_[down_banks_done_++ % 2].slice(1, 0, h1 - h0);
-    for (int64_t c = chunks.begin; c < chunks.end; Release()) {
+void TkgProgram::Down() {
+  const int64_t t = cfg_.tokens;
+  for (size_t bank = 0; bank < out_.size(); ++bank) {
+    const int64_t h0 = shard0_ + static_cast<int64_t>(bank) * cfg_.bank_cols;
+    const int64_t width = out_[bank].free_size();
+    const Tile acc = acc_down_[bank % 2].slice(1, 0, width);
+    for (int64_t c = 0; c < cfg_.i_chunks(); Release()) {
       const Tile w = Next();
       for (int64_t q = 0, k = 1; q < w.free_shape()[0]; q += k, c += k) {
         k = Pair(w, q);
         if (k == 2) {
           nisa::nc_matmul(acc, h_.slice(1, c, c + 2), w.slice(1, q, q + 2),
-                          {.accumulate = c > chunks.begin, .perf_mode = nisa::PerfMode::kDoubleRow});
+                          {.accumulate = c > 0, .perf_mode = nisa::PerfMode::kDoubleRow});
         } else {
           nisa::nc_matmul(acc, h_.select(1, c).slice(0, 0, w.partitions()), w.select(1, q),
-                          {.accumulate = c > chunks.begin});
+                          {.accumulate = c > 0});
         }
       }
     }
-    EvictDown(acc, h0, h1, last, has_partial);
+    // Evictions alternate Vector and Scalar (GpSimd cannot read PSUM) so banks overlap.
+    Evict(out_[bank], acc, down_terms_->Cut(t, h0, width),
+          evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
+    StoreInPieces(result_.output.reshape({t, cfg_.h}).slice(1, h0, h0 + width), out_[bank]);
   }
-}
-
-// Evictions alternate Vector and Scalar (GpSimd cannot read PSUM) so banks overlap.
-void TkgProgram::EvictDown(const Tile& acc, int64_t h0, int64_t h1, bool last, bool has_partial) {
-  const int64_t t = cfg_.tokens;
-  const Engine engine = evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar;
-  const size_t bank = static_cast<size_t>((h0 - shard0_) / cfg_.bank_cols);
-  const Tile partial = partial_down_.empty() ? Tile() : partial_down_[bank];
-  if (!last) {
-    nisa::tensor_copy(partial, acc, engine);
-    return;
-  }
-  const Tile& out = out_[bank];
-  EvictionTerms terms = down_terms_->Cut(t, h0, h1 - h0);
-  const bool plain = !terms.scale_row.valid() && !terms.scale_column.valid() && !terms.bias_row.valid();
-  if (has_partial && plain) {
-    nisa::tensor_tensor(out, acc, partial, AluOp::kAdd, engine);
-  } else if (has_partial) {
-    nisa::tensor_tensor(partial, acc, partial, AluOp::kAdd, engine);
-    Evict(out, partial, terms, engine);
-  } else {
-    Evict(out, acc, terms, engine);
-  }
-  StoreInPieces(result_.output.reshape({t, cfg_.h}).slice(1, h0, h1), out);
 }
 
 void TkgProgram::Run() {
@@ -268,19 +235,12 @@ void TkgProgram::Run() {
   stream_ = std::make_unique<WeightStream>(core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
                                            [this](int64_t k) { return chunks_[static_cast<size_t>(k)]; });
   stream_->Start();
-  const size_t last = blocks_.size() - 1;
-  for (size_t b = 0; b < last; ++b) {
+  for (size_t b = 0; b < blocks_.size(); ++b) {
     GateUpBlock(b);
     Exchange(b);
     Apply(b);
   }
-  // The last block's exchange runs under phase A; its activations follow phase A's evictions on
-  // Scalar / Vector, so they do not hold phase A's banks.
-  GateUpBlock(last);
-  Exchange(last);
-  DownPhase({0, blocks_[last].begin}, /*last=*/false);
-  Apply(last);
-  DownPhase(blocks_[last], /*last=*/true);
+  Down();
 }
 
 }  // namespace
