@@ -48,8 +48,6 @@ class CteProgram {
   void GateUp(const Block& b, const Block* next);
   void Accumulate(const Tile& acc, const Block& b, int64_t c);
   void Down(const Block& b);
-  Tile Next() { return stream_->Get(next_); }
-  void Release() { stream_->Release(next_++); }
 
   NeuronCore& core_;
   const MlpConfig& cfg_;
@@ -70,7 +68,6 @@ class CteProgram {
   std::vector<TensorView> chunks_;  // one block's weight chunks, in consumption order
   int64_t per_block_ = 0;           // chunks per block
   std::unique_ptr<WeightStream> stream_;
-  int64_t next_ = 0;
   int evictions_ = 0;
 };
 
@@ -107,8 +104,8 @@ void CteProgram::Transpose(const Block& b) {
 void CteProgram::Accumulate(const Tile& acc, const Block& b, int64_t c) {
   const int64_t subtiles = cfg_.h / cfg_.partitions, rows = cfg_.i_rows(c);
   const Tile dst = acc.slice(0, 0, rows).slice(1, 0, b.rows);
-  for (int64_t j = 0; j < subtiles; Release()) {
-    const Tile w = Next();
+  for (int64_t j = 0; j < subtiles; stream_->PopFront()) {
+    const Tile w = stream_->Front();
     for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
       nisa::nc_matmul(dst, w.select(1, jj), x_t_.select(1, j).slice(1, 0, b.rows),
                       {.accumulate = j > 0});
@@ -135,8 +132,8 @@ void CteProgram::Down(const Block& b) {
   const TensorView out = result_.output.reshape({cfg_.tokens, cfg_.h});
   for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
     const int64_t width = std::min(cfg_.bank_cols, cfg_.h - h0);
-    for (int64_t c = 0; c < cfg_.i_chunks(); Release()) {
-      const Tile w = Next();
+    for (int64_t c = 0; c < cfg_.i_chunks(); stream_->PopFront()) {
+      const Tile w = stream_->Front();
       for (int64_t q = 0; q < w.free_shape()[0]; ++q, ++c) {
         const Tile stationary = h_t_.select(1, c).slice(0, 0, w.partitions());
         for (int64_t i = 0; i < tiles; ++i) {

@@ -78,9 +78,6 @@ class TkgProgram {
   }
   // x_hat's subtile j as the gate / up moving operand [P, T].
   Tile Moving(int64_t j) const { return double_row_ ? x_.select(1, j) : x_.select(2, j); }
-  // The next chunk of the stream; Release() frees it.
-  Tile Next() { return stream_->Get(next_); }
-  void Release() { stream_->Release(next_++); }
 
   const KernelContext& ctx_;
   NeuronCore& core_;
@@ -100,7 +97,6 @@ class TkgProgram {
   std::unique_ptr<WeightStream> stream_;
   std::unique_ptr<GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
-  int64_t next_ = 0;
   int evictions_ = 0;
 };
 
@@ -151,8 +147,8 @@ void TkgProgram::BuildChunks() {
 // for the block's I chunks: the next chunks of the stream (one weight's share of the block).
 void TkgProgram::Accumulate(const Tile& acc, const ChunkRange& block) {
   const int64_t np = cfg_.partitions, subtiles = cfg_.shard_subtiles();
-  for (int64_t j = 0; j < subtiles; Release()) {
-    const Tile w = Next();
+  for (int64_t j = 0; j < subtiles; stream_->PopFront()) {
+    const Tile w = stream_->Front();
     for (int64_t jj = 0, k = 1; jj < w.free_shape()[0]; jj += k, j += k) {
       k = Pair(w, jj);
       for (int64_t c = block.begin; c < block.end; ++c) {
@@ -205,8 +201,8 @@ void TkgProgram::Down() {
     const int64_t h0 = shard0_ + static_cast<int64_t>(bank) * cfg_.bank_cols;
     const int64_t width = out_[bank].free_size();
     const Tile acc = acc_down_[bank % 2].slice(1, 0, width);
-    for (int64_t c = 0; c < cfg_.i_chunks(); Release()) {
-      const Tile w = Next();
+    for (int64_t c = 0; c < cfg_.i_chunks(); stream_->PopFront()) {
+      const Tile w = stream_->Front();
       for (int64_t q = 0, k = 1; q < w.free_shape()[0]; q += k, c += k) {
         k = Pair(w, q);
         if (k == 2) {

@@ -176,10 +176,7 @@ int RunKernelMlp(const MlpOptions& o) {
   ReportLogicalCore(lnc, flops, o.common.trace_path);
   ReportRoofline(lnc, RooflineBytes(p, r), flops);
   const int status = o.check ? Check(p, r) : 0;
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
-          .count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return status;
 }
 

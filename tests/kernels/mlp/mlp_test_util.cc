@@ -12,30 +12,31 @@ std::ostream& operator<<(std::ostream& os, const MlpTestCase& c) { return os << 
 
 std::string CaseName(const ::testing::TestParamInfo<MlpTestCase>& info) { return info.param.name; }
 
-MlpTestCase Tkg(const char* name, int64_t tokens, int64_t h, int64_t i, int lnc, DType dtype,
-                QuantizationType quant) {
-  MlpCaseOptions o;
-  o.b = tokens;
-  o.s = 1;
-  o.h = h;
-  o.i = i;
-  o.dtype = dtype;
-  o.quant = quant;
-  o.variant = MlpVariant::kTkg;
-  o.seed = 7;
-  return {name, o, lnc};
-}
+namespace {
 
-MlpTestCase Cte(const char* name, int64_t s, int64_t h, int64_t i, int lnc, DType dtype) {
+MlpTestCase Case(const char* name, int64_t b, int64_t s, int64_t h, int64_t i, int lnc, DType dtype,
+                 QuantizationType quant, MlpVariant variant) {
   MlpCaseOptions o;
-  o.b = 1;
+  o.b = b;
   o.s = s;
   o.h = h;
   o.i = i;
   o.dtype = dtype;
-  o.variant = MlpVariant::kCte;
+  o.quant = quant;
+  o.variant = variant;
   o.seed = 7;
   return {name, o, lnc};
+}
+
+}  // namespace
+
+MlpTestCase Tkg(const char* name, int64_t tokens, int64_t h, int64_t i, int lnc, DType dtype,
+                QuantizationType quant) {
+  return Case(name, tokens, 1, h, i, lnc, dtype, quant, MlpVariant::kTkg);
+}
+
+MlpTestCase Cte(const char* name, int64_t s, int64_t h, int64_t i, int lnc, DType dtype) {
+  return Case(name, 1, s, h, i, lnc, dtype, QuantizationType::kNone, MlpVariant::kCte);
 }
 
 MlpRun RunCase(const MlpTestCase& c) { return RunCase(c, MakeMlpCase(c.options)); }
