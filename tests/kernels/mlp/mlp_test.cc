@@ -111,7 +111,8 @@ TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
 }
 
 TEST(MlpTimingOnlyTest, SameSimulatedTimeAsFunctional) {
-  for (const MlpTestCase& c : {Tkg("tkg", 32, 4096, 896, 2, kBf16, QuantizationType::kRow),
+  for (const MlpTestCase& c : {Tkg("tkg_row", 32, 4096, 896, 2, kBf16, QuantizationType::kRow),
+                               Tkg("tkg_static", 24, 4096, 448, 2, kBf16, QuantizationType::kStatic),
                                Cte("cte", 256, 4096, 448)}) {
     const double functional = RunCase(c).sim_ns;
     ScopedSimMode timing(SimMode::kTimingOnly);
