@@ -61,7 +61,7 @@ TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
                                            "collective", "calibrate", "pack-weights", "kernel"));
-  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention"));
+  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
 }
 
@@ -78,6 +78,7 @@ TEST(CommandTable, CommonFlagsAndDefaults) {
       {"kernel", "qkv", "2", "1", "nkisim-qkv.trace.json", true},
       {"kernel", "oproj", "2", "1", "nkisim-oproj.trace.json", true},
       {"kernel", "attention", "2", "1", "nkisim-attention.trace.json", true},
+      {"kernel", "mlp", "2", "1", "nkisim-mlp.trace.json", true},
       {"", "collective", "2", "1", "", true},  // --seed: batch_shard with --topology
       {"", "calibrate", "2", "", "", true},
       {"", "validate", "", "", "", true},
