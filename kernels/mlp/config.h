@@ -1,6 +1,6 @@
 // Internal to kernels/mlp: the sizes and dtypes one mlp call derives from its parameters, shared by
-// validation, dispatch and the two variants, and the view of it the QKV norm front ends take
-// (kernels/qkv/tkg_prologue.h, cte_prologue.h: the MLP reuses them rather than a third copy).
+// validation, dispatch and the two variants, and the view of it the norm front ends take
+// (kernels/common/tkg_prologue.h, cte_prologue.h, shared with QKV).
 // Callers outside kernels/mlp include mlp.h only.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kernels/mlp/mlp.h"
-#include "kernels/qkv/config.h"
+#include "kernels/common/front_end.h"
 #include "runtime/dtype.h"
 #include "runtime/hardware_profile.h"
 
@@ -49,10 +49,9 @@ struct MlpConfig {
 MlpConfig MakeMlpConfig(const MlpParams& params, const HardwareProfile& profile, int lnc,
                         MlpVariant variant);
 
-// The QKV front ends' view of an MLP call: the norm, the single residual as mlp_prev (no
-// attention_prev), no quantization (the MLP quantizes x_hat itself). The returned params hold
-// views of p's tensors.
-QkvConfig PrologueConfig(const MlpConfig& cfg);
-QkvParams PrologueParams(const MlpParams& p);
+// The front ends' view of an MLP call: the norm over H (the RMS divisor H), one residual, no
+// quantization (the MLP quantizes x_hat itself). The inputs are views of p's tensors.
+FrontEndConfig FrontEnd(const MlpConfig& cfg);
+FrontEndInputs FrontEndInputsOf(const MlpParams& p);
 
 }  // namespace nkisim::kernels

@@ -1,6 +1,6 @@
 // MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
 // fp32 columns) per block; core s of L takes the tokens [s T / L, (s + 1) T / L).
-//   front end (kernels/qkv/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
+//   front end (kernels/common/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
 //     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
 //     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
 //   gate / up: per 128-row chunk of I, weights stationary [128 H rows, 128 I], x_t moving
@@ -22,7 +22,7 @@
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
-#include "kernels/qkv/cte_prologue.h"
+#include "kernels/common/cte_prologue.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -53,8 +53,6 @@ class CteProgram {
   const MlpConfig& cfg_;
   const MlpParams& p_;
   const MlpResult& result_;
-  const QkvConfig pcfg_;
-  const QkvParams pparams_;
   int64_t block_tiles_;
   std::vector<Block> blocks_;
   std::unique_ptr<CtePrologue> prologue_;
@@ -73,8 +71,7 @@ class CteProgram {
 
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), pcfg_(PrologueConfig(cfg)),
-      pparams_(PrologueParams(p)),
+    : core_(ctx.core), cfg_(cfg), p_(p), result_(result),
       block_tiles_(std::max<int64_t>(1, cfg.bank_cols / cfg.partitions)) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
@@ -157,7 +154,8 @@ void CteProgram::Down(const Block& b) {
 void CteProgram::Run() {
   if (blocks_.empty()) return;
   const int64_t np = cfg_.partitions, tokens = block_tiles_ * np;
-  prologue_ = std::make_unique<CtePrologue>(core_, pcfg_, pparams_, static_cast<int>(block_tiles_));
+  prologue_ = std::make_unique<CtePrologue>(core_, FrontEnd(cfg_), FrontEndInputsOf(p_),
+                                            static_cast<int>(block_tiles_));
   if (p_.store_fused_hidden) prologue_->StoreFusedHidden(result_.fused_hidden);
   x_t_ = core_.AllocateSbuf("x_t", {np, cfg_.h / np, tokens}, cfg_.compute_dtype);
   h_t_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), tokens}, cfg_.compute_dtype);

@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/qkv/qkv.h"  // NormType, QuantizationType (shared with QKV and o_proj)
+#include "kernels/common/common_types.h"  // NormType, QuantizationType (QKV's and o_proj's)
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 #include "runtime/tensor_view.h"

@@ -1,6 +1,6 @@
 // MLP TKG (decode): the tokens (B*S <= 128) stay on the free axis of every product.
 //   gate / up: the weights are the stationary operand ([128 H rows, <= 128 I columns]) and the
-//     normalised x_hat^T ([128 H rows, B*S], H on the partitions, from the QKV TKG front end) the
+//     normalised x_hat^T ([128 H rows, B*S], H on the partitions, from the shared TKG front end) the
 //     moving one, so each product comes out as [I rows, B*S] in PSUM: I on the partitions is the
 //     layout the down projection contracts, so no transpose sits between the projections, and a
 //     matmul costs max(B*S, 64) PE cycles instead of 512 for a [B*S, 512] product.
@@ -29,7 +29,7 @@
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
-#include "kernels/qkv/tkg_prologue.h"
+#include "kernels/common/tkg_prologue.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -222,7 +222,7 @@ void TkgProgram::Down() {
 }
 
 void TkgProgram::Run() {
-  x_ = TkgPrologue(ctx_, PrologueConfig(cfg_), PrologueParams(p_), result_.fused_hidden);
+  x_ = TkgPrologue(ctx_, FrontEnd(cfg_), FrontEndInputsOf(p_), result_.fused_hidden);
   if (cfg_.is_static()) x_ = QuantizeInputSubtiles(core_, x_, p_.gate_up_in_scale, cfg_.weight_dtype);
   Allocate();
   BuildChunks();

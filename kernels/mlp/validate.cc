@@ -89,7 +89,7 @@ void CheckNormAndResidual(const MlpParams& p, const MlpConfig& c) {
     Reject("store_fused_hidden = true", "needs residual (the fused sum it stores)");
   }
   if (p.residual.valid() && c.variant == MlpVariant::kTkg &&
-      TkgSplitsNormTokens(PrologueConfig(c)) && c.tokens % 2 != 0) {
+      TkgSplitsNormTokens(FrontEnd(c)) && c.tokens % 2 != 0) {
     Reject(StrCat("B * S = ", c.tokens),
            StrCat("with residual, ", n, " and LNC = 2 the TKG variant splits the tokens between "
                   "the cores for the norm, so B * S must be even"));

@@ -1,4 +1,5 @@
-// Internal to kernels/qkv: the TKG front end, everything before the fused matmul on one core.
+// The TKG (decode) norm front end of QKV and the MLP: everything before the first matmul on one
+// core.
 //
 // Layout: the hidden state sits with H on the partitions, the reference's LNC-interleaved
 // [P, B*S, LNC, H1s] (norm_tkg_utils.py:165-192): element (p, t, c, j) is x[t, c*H/LNC + p*H1s + j]
@@ -16,8 +17,7 @@
 //      halves of the other core's H shard are swapped with sendrecv (qkv_tkg.py:660-744).
 #pragma once
 
-#include "kernels/qkv/config.h"
-#include "kernels/qkv/qkv.h"
+#include "kernels/common/front_end.h"
 #include "runtime/logical_core.h"
 #include "runtime/tile.h"
 
@@ -27,7 +27,7 @@ namespace nkisim::kernels {
 // the normalised row h = s*H/L + p*H1s + j of token t. MX: [P, B*S, Q, 4], element (p, t, q, j)
 // the row h = s*H/L + q*4P + 4p + j (runs of 4 are x4 elements of chunk q). Writes this core's part of fused_hidden
 // (with fused_residual_add, when fused_hidden is valid).
-Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+Tile TkgPrologue(const KernelContext& ctx, const FrontEndConfig& cfg, const FrontEndInputs& in,
                  const TensorView& fused_hidden);
 
 }  // namespace nkisim::kernels
