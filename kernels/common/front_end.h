@@ -26,8 +26,8 @@ struct FrontEndConfig {
   DType io_dtype = DType::kBFloat16;       // input, residuals, fused_hidden
   DType compute_dtype = DType::kBFloat16;  // matmul operands: bf16 for fp32 input, else io_dtype
   DType weight_dtype = DType::kBFloat16;   // as stored in HBM (STATIC: the fp8 x_hat is cast to)
-  int64_t partitions = 128;  // profile partitions: the PE contraction tile and the P_MAX limit
-  int64_t bank_cols = 512;   // profile pe_max_moving_free: one PSUM bank of fp32
+  int64_t partitions = 128;     // profile partitions: the PE contraction tile and the P_MAX limit
+  int64_t bank_cols = 512;      // profile pe_max_moving_free: one PSUM bank of fp32
   bool mx_interleaved = false;  // MX: the input's columns are read in MX_INTERLEAVED order
 
   bool mx() const { return quant == QuantizationType::kMx; }

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/mlp/mlp.h"
 #include "kernels/common/front_end.h"
+#include "kernels/mlp/mlp.h"
 #include "runtime/dtype.h"
 #include "runtime/hardware_profile.h"
 
@@ -26,8 +26,8 @@ struct MlpConfig {
   DType io_dtype = DType::kBFloat16;       // hidden, residual, output, fused_hidden
   DType compute_dtype = DType::kBFloat16;  // matmul operands: bf16 for fp32 I/O, else io_dtype
   DType weight_dtype = DType::kBFloat16;   // gate_w as stored in HBM
-  int64_t partitions = 128;  // the PE contraction tile
-  int64_t bank_cols = 512;   // one PSUM bank of fp32 (pe_max_moving_free)
+  int64_t partitions = 128;                // the PE contraction tile
+  int64_t bank_cols = 512;                 // one PSUM bank of fp32 (pe_max_moving_free)
 
   bool quantized() const {
     return quant == QuantizationType::kStatic || quant == QuantizationType::kRow;

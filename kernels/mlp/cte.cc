@@ -18,11 +18,11 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/common/cte_prologue.h"
 #include "kernels/common/tiling.h"
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
-#include "kernels/common/cte_prologue.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -58,11 +58,11 @@ class CteProgram {
   std::unique_ptr<CtePrologue> prologue_;
   std::unique_ptr<kernels::GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
-  Tile x_t_;  // [P, H / P, block tokens] compute dtype
-  Tile h_t_;  // [P, I chunks, block tokens] compute dtype
-  Tile acc_gate_, acc_up_;  // [P, block tokens] PSUM
-  std::vector<Tile> acc_down_;  // per tile of a block: [P, bank] PSUM
-  std::vector<Tile> out_;       // per tile of a block: [P, bank] I/O dtype
+  Tile x_t_;                        // [P, H / P, block tokens] compute dtype
+  Tile h_t_;                        // [P, I chunks, block tokens] compute dtype
+  Tile acc_gate_, acc_up_;          // [P, block tokens] PSUM
+  std::vector<Tile> acc_down_;      // per tile of a block: [P, bank] PSUM
+  std::vector<Tile> out_;           // per tile of a block: [P, bank] I/O dtype
   std::vector<TensorView> chunks_;  // one block's weight chunks, in consumption order
   int64_t per_block_ = 0;           // chunks per block
   std::unique_ptr<WeightStream> stream_;
@@ -71,7 +71,10 @@ class CteProgram {
 
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : core_(ctx.core), cfg_(cfg), p_(p), result_(result),
+    : core_(ctx.core),
+      cfg_(cfg),
+      p_(p),
+      result_(result),
       block_tiles_(std::max<int64_t>(1, cfg.bank_cols / cfg.partitions)) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
@@ -177,8 +180,8 @@ void CteProgram::Run() {
     AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
   }
   for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
-    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_,
-                     core_.profile(), &chunks_);
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+                     &chunks_);
   }
   per_block_ = static_cast<int64_t>(chunks_.size());
 

@@ -28,7 +28,8 @@ Tile LoadColumns(NeuronCore& core, const char* name, const TensorView& rows, int
   const TensorView row = rows.select(0, 0);
   Tile t = core.AllocateSbuf(name, {np, full + (rem > 0 ? 1 : 0)}, DType::kFloat32);
   if (full > 0) {
-    nisa::dma_copy(t.slice(1, 0, full), row.slice(0, 0, full * np).reshape({full, np}).permute({1, 0}));
+    nisa::dma_copy(t.slice(1, 0, full),
+                   row.slice(0, 0, full * np).reshape({full, np}).permute({1, 0}));
   }
   if (rem > 0) {
     nisa::dma_copy(t.slice(0, 0, rem).slice(1, full, full + 1),
@@ -71,7 +72,8 @@ GateUp::GateUp(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64
   if (cfg.is_static()) {
     gate_scale_ = StaticDequant(core, p.gate_w_scale, p.gate_up_in_scale, np);
     up_scale_ = StaticDequant(core, p.up_w_scale, p.gate_up_in_scale, np);
-    inverse_down_in_ = LoadRowBroadcast(core, "down_in_scale", p.down_in_scale, np, DType::kFloat32);
+    inverse_down_in_ =
+        LoadRowBroadcast(core, "down_in_scale", p.down_in_scale, np, DType::kFloat32);
     nisa::reciprocal(inverse_down_in_, inverse_down_in_);
     up_scale_quant_ = core.AllocateSbuf("up_scale_quant", {np, 1}, DType::kFloat32);
     nisa::tensor_tensor(up_scale_quant_, up_scale_, inverse_down_in_, AluOp::kMultiply);

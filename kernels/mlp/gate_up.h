@@ -49,11 +49,11 @@ class GateUp {
 
   MlpConfig cfg_;
   nisa::ActFn fn_;
-  Tile gate_bias_, up_bias_;        // [P, chunks] fp32, or invalid
-  Tile gate_scale_, up_scale_;      // ROW: [P, chunks]; STATIC: [P, 1]; else invalid
-  Tile up_scale_quant_;             // STATIC: s_u / s_in_down [P, 1]
-  Tile inverse_down_in_;            // STATIC: 1 / s_in_down [P, 1]
-  Tile act_[2], up_[2];             // [P, free] fp32 scratch, alternating
+  Tile gate_bias_, up_bias_;    // [P, chunks] fp32, or invalid
+  Tile gate_scale_, up_scale_;  // ROW: [P, chunks]; STATIC: [P, 1]; else invalid
+  Tile up_scale_quant_;         // STATIC: s_u / s_in_down [P, 1]
+  Tile inverse_down_in_;        // STATIC: 1 / s_in_down [P, 1]
+  Tile act_[2], up_[2];         // [P, free] fp32 scratch, alternating
   int turn_ = 0;
 };
 

@@ -1,8 +1,8 @@
 // MLP TKG (decode): the tokens (B*S <= 128) stay on the free axis of every product.
 //   gate / up: the weights are the stationary operand ([128 H rows, <= 128 I columns]) and the
-//     normalised x_hat^T ([128 H rows, B*S], H on the partitions, from the shared TKG front end) the
-//     moving one, so each product comes out as [I rows, B*S] in PSUM: I on the partitions is the
-//     layout the down projection contracts, so no transpose sits between the projections, and a
+//     normalised x_hat^T ([128 H rows, B*S], H on the partitions, from the shared TKG front end)
+//     the moving one, so each product comes out as [I rows, B*S] in PSUM: I on the partitions is
+//     the layout the down projection contracts, so no transpose sits between the projections, and a
 //     matmul costs max(B*S, 64) PE cycles instead of 512 for a [B*S, 512] product.
 //   down: the product h^T [I rows, B*S] is the stationary operand and down_w [I rows, 512 H
 //     columns] the moving one, into [B*S, 512] PSUM banks: the output's own layout.
@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "kernels/common/tiling.h"
+#include "kernels/common/tkg_prologue.h"
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
-#include "kernels/common/tkg_prologue.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -87,9 +87,9 @@ class TkgProgram {
   int s_;
   int64_t shard0_, shard1_;  // this core's output columns of down
   std::vector<ChunkRange> blocks_;
-  bool double_row_;          // STATIC: fp8 x fp8 matmuls in pairs (perf_mode double_row)
-  Tile x_;                   // [P, T, H1s]: this core's rows of x_hat; STATIC: fp8 [P, H1s, T]
-  Tile h_;                   // [P, I chunks, T]: h^T, the down projection's stationary
+  bool double_row_;  // STATIC: fp8 x fp8 matmuls in pairs (perf_mode double_row)
+  Tile x_;           // [P, T, H1s]: this core's rows of x_hat; STATIC: fp8 [P, H1s, T]
+  Tile h_;           // [P, I chunks, T]: h^T, the down projection's stationary
   Tile acc_gate_[2], acc_up_[2], acc_down_[2];
   Tile partial_[2], peer_[2];  // LNC 2: [P, 2, chunks per block, T] fp32 (gate, up)
   std::vector<Tile> out_;      // per down bank: [T, 512] in the I/O dtype
@@ -102,9 +102,16 @@ class TkgProgram {
 
 TkgProgram::TkgProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : ctx_(ctx), core_(ctx.core), cfg_(cfg), p_(p), result_(result), s_(ctx.prg_id),
-      shard0_(ctx.prg_id * cfg.h / cfg.lnc), shard1_((ctx.prg_id + 1) * cfg.h / cfg.lnc),
-      blocks_(GateUpBlocks(cfg)), double_row_(cfg.is_static()) {}
+    : ctx_(ctx),
+      core_(ctx.core),
+      cfg_(cfg),
+      p_(p),
+      result_(result),
+      s_(ctx.prg_id),
+      shard0_(ctx.prg_id * cfg.h / cfg.lnc),
+      shard1_((ctx.prg_id + 1) * cfg.h / cfg.lnc),
+      blocks_(GateUpBlocks(cfg)),
+      double_row_(cfg.is_static()) {}
 
 void TkgProgram::Allocate() {
   const int64_t np = cfg_.partitions, t = cfg_.tokens, per = ChunksPerBlock(cfg_);
@@ -138,8 +145,8 @@ void TkgProgram::BuildChunks() {
     AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
   }
   for (int64_t h0 = shard0_; h0 < shard1_; h0 += cfg_.bank_cols) {
-    AppendDownChunks(p_.down_w, h0, std::min(shard1_, h0 + cfg_.bank_cols),
-                     cfg_, core_.profile(), &chunks_);
+    AppendDownChunks(p_.down_w, h0, std::min(shard1_, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+                     &chunks_);
   }
 }
 
@@ -223,13 +230,15 @@ void TkgProgram::Down() {
 
 void TkgProgram::Run() {
   x_ = TkgPrologue(ctx_, FrontEnd(cfg_), FrontEndInputsOf(p_), result_.fused_hidden);
-  if (cfg_.is_static()) x_ = QuantizeInputSubtiles(core_, x_, p_.gate_up_in_scale, cfg_.weight_dtype);
+  if (cfg_.is_static())
+    x_ = QuantizeInputSubtiles(core_, x_, p_.gate_up_in_scale, cfg_.weight_dtype);
   Allocate();
   BuildChunks();
   const DType wdt = cfg_.matmul_weight_dtype();
   const int64_t slot = LargestChunkElements(chunks_), n = static_cast<int64_t>(chunks_.size());
-  stream_ = std::make_unique<WeightStream>(core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
-                                           [this](int64_t k) { return chunks_[static_cast<size_t>(k)]; });
+  stream_ =
+      std::make_unique<WeightStream>(core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
+                                     [this](int64_t k) { return chunks_[static_cast<size_t>(k)]; });
   stream_->Start();
   for (size_t b = 0; b < blocks_.size(); ++b) {
     GateUpBlock(b);

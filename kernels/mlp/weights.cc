@@ -9,7 +9,8 @@ namespace nkisim::kernels {
 void AppendGateUpChunks(const TensorView& w, int64_t c0, int64_t c1, const MlpConfig& cfg,
                         const HardwareProfile& profile, std::vector<TensorView>* chunks) {
   const int64_t subtiles = w.dim(1), width = c1 - c0;
-  const int64_t bytes = cfg.partitions * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
+  const int64_t bytes =
+      cfg.partitions * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   int64_t hc = std::clamp<int64_t>(DmaTargetBytes(profile) / bytes, 1, subtiles);
   if (cfg.is_static() && subtiles >= 2) hc = std::max<int64_t>(2, hc / 2 * 2);  // double-row pairs
   for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {

@@ -64,7 +64,8 @@ void QuantizeFp8(DType fp8, double s, DType stored, std::vector<double>* v) {
 void Dequantize(const MlpParams& p, const TensorView& w_scale, double in_scale,
                 const TensorView& bias, int64_t t, int64_t n, std::vector<double>* y) {
   std::vector<double> col(static_cast<size_t>(n), 1.0), b(static_cast<size_t>(n), 0.0);
-  if (p.quantization == QuantizationType::kStatic) std::fill(col.begin(), col.end(), Scale0(w_scale) * in_scale);
+  if (p.quantization == QuantizationType::kStatic)
+    std::fill(col.begin(), col.end(), Scale0(w_scale) * in_scale);
   if (p.quantization == QuantizationType::kRow) {
     const std::vector<float> s = w_scale.ToFloats();
     std::copy(s.begin(), s.begin() + n, col.begin());

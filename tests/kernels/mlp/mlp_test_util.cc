@@ -54,7 +54,8 @@ void ExpectMatchesGolden(const MlpTestCase& c) {
   const MlpRun run = RunCase(c);
   const reference::MlpGolden golden = reference::MlpReference(run.params);
   const reference::Tolerance tol = reference::MlpTolerance(run.params.quantization);
-  const reference::Comparison out = reference::Compare(run.result.output.ToFloats(), golden.output, tol);
+  const reference::Comparison out =
+      reference::Compare(run.result.output.ToFloats(), golden.output, tol);
   std::cout << "    " << c.name << " (" << MlpVariantName(run.result.variant) << ", LNC " << c.lnc
             << ", " << run.sim_ns << " ns): " << out.ToString() << "\n";
   EXPECT_TRUE(out.pass()) << c.name << ": " << out.ToString();
@@ -70,9 +71,9 @@ Roofline RooflineOf(const MlpRun& run) {
   const HardwareProfile& prof = run.lnc->profile();
   const int cores = run.lnc->lnc();
   double bytes = 0;
-  for (const TensorView* t : {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w,
-                              &p.down_w, &p.gate_bias, &p.up_bias, &p.down_bias,
-                              &run.result.output, &run.result.fused_hidden}) {
+  for (const TensorView* t :
+       {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w, &p.down_w, &p.gate_bias,
+        &p.up_bias, &p.down_bias, &run.result.output, &run.result.fused_hidden}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes());
   }
   const double flops = 6.0 * static_cast<double>(p.hidden.numel()) * p.gate_w.dim(1);
