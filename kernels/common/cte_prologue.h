@@ -1,5 +1,6 @@
 // The CTE (prefill) norm front end of QKV and the MLP: everything before the first matmul for one
-// tile of up to 128 token rows (tokens on the partitions, H on the free axis), after qkv_cte.py:873-1100:
+// tile of up to 128 token rows (tokens on the partitions, H on the free axis), after
+// qkv_cte.py:873-1100:
 //   1. DMA the rows in, cast to the compute dtype (bf16 for fp32 input);
 //   2. fused residual add, in column chunks, held in the compute dtype;
 //   3. RMS: sum of squares by the activation engine's reduce, rsqrt(sum / H_actual + eps);

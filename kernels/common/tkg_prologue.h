@@ -8,9 +8,9 @@
 //
 // Steps on core s of L:
 //   1. load the tokens and H chunks it needs (all chunks when there is a norm, which spans H);
-//   2. fused residual add x + mlp_prev + attention_prev (or x + mlp_prev alone when attention_prev
-//      is not given: the MLP's single residual), rounded to the input dtype, and the store of this
-//      core's disjoint part of fused_hidden;
+//   2. fused residual add x + residual [+ residual2] (QKV: mlp_prev and attention_prev; the MLP:
+//      its one residual), rounded to the input dtype, and the store of this core's disjoint part
+//      of fused_hidden;
 //   3. RMS or LayerNorm over the full H: per-partition sums (Vector) then a sum across partitions
 //      as a matmul with an all-ones stationary, which also broadcasts the total to every partition;
 //   4. with L = 2 and B*S above the split threshold each core normalises half the tokens and the
