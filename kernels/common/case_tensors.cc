@@ -65,7 +65,8 @@ RowQuantized RowQuantize(const std::vector<float>& w, int64_t h, int64_t i, DTyp
   for (int64_t k = 0; k < h; ++k) {
     for (int64_t c = 0; c < i; ++c) q[k * i + c] = w[k * i + c] / scale[c];
   }
-  RowQuantized r{TensorView::Create({h, i}, fp8, name), RepeatedRows(scale_name, scale, scale_rows)};
+  RowQuantized r{TensorView::Create({h, i}, fp8, name),
+                 RepeatedRows(scale_name, scale, scale_rows)};
   StoreValues(q, r.weights);
   return r;
 }

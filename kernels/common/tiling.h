@@ -79,6 +79,10 @@ class WeightStream {
   // Marks chunk k consumed (chunks are released in order) and issues the DMA of chunk k + slots
   // into the slot it frees.
   void Release(int64_t k);
+  // The same, for a consumer that takes the chunks one by one: Front() is the oldest resident
+  // chunk (Get of the first not released), PopFront() releases it.
+  Tile Front() const { return Get(released_); }
+  void PopFront() { Release(released_); }
 
   int64_t slots() const { return static_cast<int64_t>(slots_.size()); }
 

@@ -48,38 +48,29 @@ MlpConfig MakeMlpConfig(const MlpParams& p, const HardwareProfile& profile, int 
   return c;
 }
 
-QkvConfig PrologueConfig(const MlpConfig& m) {
-  QkvConfig c;
-  c.variant = m.variant == MlpVariant::kCte ? QkvVariant::kCte : QkvVariant::kTkg;
+FrontEndConfig FrontEnd(const MlpConfig& m) {
+  FrontEndConfig c;
   c.lnc = m.lnc;
-  c.b = m.b;
-  c.s = m.s;
-  c.h = m.h;
-  c.i = m.i;
   c.tokens = m.tokens;
+  c.h = m.h;
   c.norm = m.norm;
-  c.quant = QuantizationType::kNone;
   c.eps = m.eps;
   c.hidden_actual = static_cast<double>(m.h);
   c.io_dtype = m.io_dtype;
   c.compute_dtype = m.compute_dtype;
   c.weight_dtype = m.compute_dtype;
-  c.out_dtype = m.io_dtype;
   c.partitions = m.partitions;
   c.bank_cols = m.bank_cols;
   return c;
 }
 
-QkvParams PrologueParams(const MlpParams& p) {
-  QkvParams q;
-  q.input = p.hidden;
-  q.fused_residual_add = p.residual.valid();
-  q.mlp_prev = p.residual;
-  q.fused_norm_type = p.norm_type;
-  q.gamma_norm_weights = p.gamma;
-  q.layer_norm_bias = p.beta;
-  q.norm_eps = p.eps;
-  return q;
+FrontEndInputs FrontEndInputsOf(const MlpParams& p) {
+  FrontEndInputs in;
+  in.input = p.hidden;
+  in.residual = p.residual;
+  in.gamma = p.gamma;
+  in.beta = p.beta;
+  return in;
 }
 
 }  // namespace nkisim::kernels

@@ -1,14 +1,14 @@
 // Internal to kernels/mlp: the sizes and dtypes one mlp call derives from its parameters, shared by
-// validation, dispatch and the two variants, and the view of it the QKV norm front ends take
-// (kernels/qkv/tkg_prologue.h, cte_prologue.h: the MLP reuses them rather than a third copy).
+// validation, dispatch and the two variants, and the view of it the norm front ends take
+// (kernels/common/tkg_prologue.h, cte_prologue.h, shared with QKV).
 // Callers outside kernels/mlp include mlp.h only.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/common/front_end.h"
 #include "kernels/mlp/mlp.h"
-#include "kernels/qkv/config.h"
 #include "runtime/dtype.h"
 #include "runtime/hardware_profile.h"
 
@@ -26,8 +26,8 @@ struct MlpConfig {
   DType io_dtype = DType::kBFloat16;       // hidden, residual, output, fused_hidden
   DType compute_dtype = DType::kBFloat16;  // matmul operands: bf16 for fp32 I/O, else io_dtype
   DType weight_dtype = DType::kBFloat16;   // gate_w as stored in HBM
-  int64_t partitions = 128;  // the PE contraction tile
-  int64_t bank_cols = 512;   // one PSUM bank of fp32 (pe_max_moving_free)
+  int64_t partitions = 128;                // the PE contraction tile
+  int64_t bank_cols = 512;                 // one PSUM bank of fp32 (pe_max_moving_free)
 
   bool quantized() const {
     return quant == QuantizationType::kStatic || quant == QuantizationType::kRow;
@@ -49,10 +49,9 @@ struct MlpConfig {
 MlpConfig MakeMlpConfig(const MlpParams& params, const HardwareProfile& profile, int lnc,
                         MlpVariant variant);
 
-// The QKV front ends' view of an MLP call: the norm, the single residual as mlp_prev (no
-// attention_prev), no quantization (the MLP quantizes x_hat itself). The returned params hold
-// views of p's tensors.
-QkvConfig PrologueConfig(const MlpConfig& cfg);
-QkvParams PrologueParams(const MlpParams& p);
+// The front ends' view of an MLP call: the norm over H (the RMS divisor H), one residual, no
+// quantization (the MLP quantizes x_hat itself). The inputs are views of p's tensors.
+FrontEndConfig FrontEnd(const MlpConfig& cfg);
+FrontEndInputs FrontEndInputsOf(const MlpParams& p);
 
 }  // namespace nkisim::kernels

@@ -1,6 +1,6 @@
 // MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
 // fp32 columns) per block; core s of L takes the tokens [s T / L, (s + 1) T / L).
-//   front end (kernels/qkv/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
+//   front end (kernels/common/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
 //     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
 //     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
 //   gate / up: per 128-row chunk of I, weights stationary [128 H rows, 128 I], x_t moving
@@ -18,11 +18,11 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/common/cte_prologue.h"
 #include "kernels/common/tiling.h"
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
-#include "kernels/qkv/cte_prologue.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -48,36 +48,33 @@ class CteProgram {
   void GateUp(const Block& b, const Block* next);
   void Accumulate(const Tile& acc, const Block& b, int64_t c);
   void Down(const Block& b);
-  Tile Next() { return stream_->Get(next_); }
-  void Release() { stream_->Release(next_++); }
 
   NeuronCore& core_;
   const MlpConfig& cfg_;
   const MlpParams& p_;
   const MlpResult& result_;
-  const QkvConfig pcfg_;
-  const QkvParams pparams_;
   int64_t block_tiles_;
   std::vector<Block> blocks_;
   std::unique_ptr<CtePrologue> prologue_;
   std::unique_ptr<kernels::GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
-  Tile x_t_;  // [P, H / P, block tokens] compute dtype
-  Tile h_t_;  // [P, I chunks, block tokens] compute dtype
-  Tile acc_gate_, acc_up_;  // [P, block tokens] PSUM
-  std::vector<Tile> acc_down_;  // per tile of a block: [P, bank] PSUM
-  std::vector<Tile> out_;       // per tile of a block: [P, bank] I/O dtype
+  Tile x_t_;                        // [P, H / P, block tokens] compute dtype
+  Tile h_t_;                        // [P, I chunks, block tokens] compute dtype
+  Tile acc_gate_, acc_up_;          // [P, block tokens] PSUM
+  std::vector<Tile> acc_down_;      // per tile of a block: [P, bank] PSUM
+  std::vector<Tile> out_;           // per tile of a block: [P, bank] I/O dtype
   std::vector<TensorView> chunks_;  // one block's weight chunks, in consumption order
   int64_t per_block_ = 0;           // chunks per block
   std::unique_ptr<WeightStream> stream_;
-  int64_t next_ = 0;
   int evictions_ = 0;
 };
 
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), pcfg_(PrologueConfig(cfg)),
-      pparams_(PrologueParams(p)),
+    : core_(ctx.core),
+      cfg_(cfg),
+      p_(p),
+      result_(result),
       block_tiles_(std::max<int64_t>(1, cfg.bank_cols / cfg.partitions)) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
@@ -107,8 +104,8 @@ void CteProgram::Transpose(const Block& b) {
 void CteProgram::Accumulate(const Tile& acc, const Block& b, int64_t c) {
   const int64_t subtiles = cfg_.h / cfg_.partitions, rows = cfg_.i_rows(c);
   const Tile dst = acc.slice(0, 0, rows).slice(1, 0, b.rows);
-  for (int64_t j = 0; j < subtiles; Release()) {
-    const Tile w = Next();
+  for (int64_t j = 0; j < subtiles; stream_->PopFront()) {
+    const Tile w = stream_->Front();
     for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
       nisa::nc_matmul(dst, w.select(1, jj), x_t_.select(1, j).slice(1, 0, b.rows),
                       {.accumulate = j > 0});
@@ -135,8 +132,8 @@ void CteProgram::Down(const Block& b) {
   const TensorView out = result_.output.reshape({cfg_.tokens, cfg_.h});
   for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
     const int64_t width = std::min(cfg_.bank_cols, cfg_.h - h0);
-    for (int64_t c = 0; c < cfg_.i_chunks(); Release()) {
-      const Tile w = Next();
+    for (int64_t c = 0; c < cfg_.i_chunks(); stream_->PopFront()) {
+      const Tile w = stream_->Front();
       for (int64_t q = 0; q < w.free_shape()[0]; ++q, ++c) {
         const Tile stationary = h_t_.select(1, c).slice(0, 0, w.partitions());
         for (int64_t i = 0; i < tiles; ++i) {
@@ -160,7 +157,8 @@ void CteProgram::Down(const Block& b) {
 void CteProgram::Run() {
   if (blocks_.empty()) return;
   const int64_t np = cfg_.partitions, tokens = block_tiles_ * np;
-  prologue_ = std::make_unique<CtePrologue>(core_, pcfg_, pparams_, static_cast<int>(block_tiles_));
+  prologue_ = std::make_unique<CtePrologue>(core_, FrontEnd(cfg_), FrontEndInputsOf(p_),
+                                            static_cast<int>(block_tiles_));
   if (p_.store_fused_hidden) prologue_->StoreFusedHidden(result_.fused_hidden);
   x_t_ = core_.AllocateSbuf("x_t", {np, cfg_.h / np, tokens}, cfg_.compute_dtype);
   h_t_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), tokens}, cfg_.compute_dtype);

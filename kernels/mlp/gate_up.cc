@@ -28,7 +28,8 @@ Tile LoadColumns(NeuronCore& core, const char* name, const TensorView& rows, int
   const TensorView row = rows.select(0, 0);
   Tile t = core.AllocateSbuf(name, {np, full + (rem > 0 ? 1 : 0)}, DType::kFloat32);
   if (full > 0) {
-    nisa::dma_copy(t.slice(1, 0, full), row.slice(0, 0, full * np).reshape({full, np}).permute({1, 0}));
+    nisa::dma_copy(t.slice(1, 0, full),
+                   row.slice(0, 0, full * np).reshape({full, np}).permute({1, 0}));
   }
   if (rem > 0) {
     nisa::dma_copy(t.slice(0, 0, rem).slice(1, full, full + 1),
@@ -46,11 +47,16 @@ Tile StaticDequant(NeuronCore& core, const TensorView& w_scale, const TensorView
   return s;
 }
 
-Tile QuantizeInput(NeuronCore& core, const Tile& x, const TensorView& in_scale, DType dtype) {
-  Tile inv = LoadRowBroadcast(core, "inverse_in_scale", in_scale, x.partitions(), DType::kFloat32);
+Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in_scale,
+                           DType dtype) {
+  const int64_t np = x.partitions(), t = x.free_shape()[0], subtiles = x.free_shape()[1];
+  Tile inv = LoadRowBroadcast(core, "inverse_in_scale", in_scale, np, DType::kFloat32);
   nisa::reciprocal(inv, inv);
-  Tile q = core.AllocateSbuf("x_fp8", x.shape(), dtype);
-  nisa::tensor_scalar(q, x, {.op0 = AluOp::kMultiply, .operand0 = inv}, Engine::kGpSimd);
+  Tile q = core.AllocateSbuf("x_fp8", {np, subtiles, t}, dtype);
+  for (int64_t j = 0; j < subtiles; ++j) {
+    nisa::tensor_scalar(q.select(1, j), x.select(2, j), {.op0 = AluOp::kMultiply, .operand0 = inv},
+                        Engine::kGpSimd);
+  }
   return q;
 }
 
@@ -66,7 +72,8 @@ GateUp::GateUp(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64
   if (cfg.is_static()) {
     gate_scale_ = StaticDequant(core, p.gate_w_scale, p.gate_up_in_scale, np);
     up_scale_ = StaticDequant(core, p.up_w_scale, p.gate_up_in_scale, np);
-    inverse_down_in_ = LoadRowBroadcast(core, "down_in_scale", p.down_in_scale, np, DType::kFloat32);
+    inverse_down_in_ =
+        LoadRowBroadcast(core, "down_in_scale", p.down_in_scale, np, DType::kFloat32);
     nisa::reciprocal(inverse_down_in_, inverse_down_in_);
     up_scale_quant_ = core.AllocateSbuf("up_scale_quant", {np, 1}, DType::kFloat32);
     nisa::tensor_tensor(up_scale_quant_, up_scale_, inverse_down_in_, AluOp::kMultiply);

@@ -30,9 +30,11 @@ Tile LoadColumns(NeuronCore& core, const char* name, const TensorView& rows, int
 Tile StaticDequant(NeuronCore& core, const TensorView& w_scale, const TensorView& in_scale,
                    int64_t partitions);
 
-// A new [P, ...] tile of x's shape in `dtype` (fp8): x / s_in (the conversion saturates to the
-// fp8 range), s_in read from row 0 of in_scale [1 | P, 1]. On GpSimd (SBUF only).
-Tile QuantizeInput(NeuronCore& core, const Tile& x, const TensorView& in_scale, DType dtype);
+// x [P, T, J] as a new fp8 tile [P, J, T] (the double-row matmul's moving layout, subtiles
+// before tokens): x / s_in (the conversion saturates to the fp8 range), s_in read from row 0 of
+// in_scale [1 | P, 1]; one instruction per subtile j, on GpSimd (SBUF only).
+Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in_scale,
+                           DType dtype);
 
 class GateUp {
  public:
@@ -47,11 +49,11 @@ class GateUp {
 
   MlpConfig cfg_;
   nisa::ActFn fn_;
-  Tile gate_bias_, up_bias_;        // [P, chunks] fp32, or invalid
-  Tile gate_scale_, up_scale_;      // ROW: [P, chunks]; STATIC: [P, 1]; else invalid
-  Tile up_scale_quant_;             // STATIC: s_u / s_in_down [P, 1]
-  Tile inverse_down_in_;            // STATIC: 1 / s_in_down [P, 1]
-  Tile act_[2], up_[2];             // [P, free] fp32 scratch, alternating
+  Tile gate_bias_, up_bias_;    // [P, chunks] fp32, or invalid
+  Tile gate_scale_, up_scale_;  // ROW: [P, chunks]; STATIC: [P, 1]; else invalid
+  Tile up_scale_quant_;         // STATIC: s_u / s_in_down [P, 1]
+  Tile inverse_down_in_;        // STATIC: 1 / s_in_down [P, 1]
+  Tile act_[2], up_[2];         // [P, free] fp32 scratch, alternating
   int turn_ = 0;
 };
 

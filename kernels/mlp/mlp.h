@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/qkv/qkv.h"  // NormType, QuantizationType (shared with QKV and o_proj)
+#include "kernels/common/common_types.h"  // NormType, QuantizationType (QKV's and o_proj's)
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 #include "runtime/tensor_view.h"
@@ -65,17 +65,17 @@ struct MlpParams {
   TensorView residual;              // optional [B, S, H]: fused residual add, x = hidden + residual
   bool store_fused_hidden = false;  // also return x (the sum) in MlpResult::fused_hidden
   NormType norm_type = NormType::kRmsNorm;  // kNoNorm / kRmsNorm / kLayerNorm
-  TensorView gamma;                 // [1, H] norm weight (required by RMS and LayerNorm)
-  TensorView beta;                  // [1, H] optional, LayerNorm only
+  TensorView gamma;                         // [1, H] norm weight (required by RMS and LayerNorm)
+  TensorView beta;                          // [1, H] optional, LayerNorm only
   double eps = 1e-6;
-  TensorView gate_w, up_w;          // [H, I]
-  TensorView down_w;                // [I, H]
-  TensorView gate_bias, up_bias;    // optional [1, I]
-  TensorView down_bias;             // optional [1, H]
+  TensorView gate_w, up_w;        // [H, I]
+  TensorView down_w;              // [I, H]
+  TensorView gate_bias, up_bias;  // optional [1, I]
+  TensorView down_bias;           // optional [1, H]
   MlpActivation activation = MlpActivation::kSilu;
   QuantizationType quantization = QuantizationType::kNone;  // STATIC / ROW: TKG only
-  TensorView gate_w_scale, up_w_scale, down_w_scale;  // STATIC [1|128, 1]; ROW [1|128, I|I|H]
-  TensorView gate_up_in_scale, down_in_scale;         // STATIC only: [1|128, 1]
+  TensorView gate_w_scale, up_w_scale, down_w_scale;        // STATIC [1|128, 1]; ROW [1|128, I|I|H]
+  TensorView gate_up_in_scale, down_in_scale;               // STATIC only: [1|128, 1]
   MlpVariant variant = MlpVariant::kAuto;
 };
 

@@ -45,7 +45,8 @@ void CheckStructure(const MlpParams& p, int lnc) {
 
 void CheckSizes(const MlpParams& p, const MlpConfig& c) {
   if (c.h % c.partitions != 0) {
-    Reject(StrCat("H = ", c.h), StrCat("must be a multiple of ", c.partitions, " (the partitions)"));
+    Reject(StrCat("H = ", c.h),
+           StrCat("must be a multiple of ", c.partitions, " (the partitions)"));
   }
   CheckShape("gate_w", p.gate_w, {c.h, c.i}, "[H, I]");
   CheckShape("up_w", p.up_w, {c.h, c.i}, "gate_w's [H, I]");
@@ -88,10 +89,11 @@ void CheckNormAndResidual(const MlpParams& p, const MlpConfig& c) {
   if (p.store_fused_hidden && !p.residual.valid()) {
     Reject("store_fused_hidden = true", "needs residual (the fused sum it stores)");
   }
-  if (p.residual.valid() && c.variant == MlpVariant::kTkg &&
-      TkgSplitsNormTokens(PrologueConfig(c)) && c.tokens % 2 != 0) {
+  if (p.residual.valid() && c.variant == MlpVariant::kTkg && TkgSplitsNormTokens(FrontEnd(c)) &&
+      c.tokens % 2 != 0) {
     Reject(StrCat("B * S = ", c.tokens),
-           StrCat("with residual, ", n, " and LNC = 2 the TKG variant splits the tokens between "
+           StrCat("with residual, ", n,
+                  " and LNC = 2 the TKG variant splits the tokens between "
                   "the cores for the norm, so B * S must be even"));
   }
 }
@@ -147,13 +149,15 @@ void CheckVariantLimits(const MlpConfig& c, const std::string& why) {
   if (c.variant != MlpVariant::kTkg) return;
   if (c.tokens > c.partitions) {
     Reject(StrCat("B * S = ", c.tokens),
-           StrCat("the TKG variant (", why, ") keeps the tokens on the partitions, so B * S must "
-                  "be <= ", c.partitions));
+           StrCat("the TKG variant (", why,
+                  ") keeps the tokens on the partitions, so B * S must "
+                  "be <= ",
+                  c.partitions));
   }
   if ((c.h / c.partitions) % c.lnc != 0) {
-    Reject(StrCat("H = ", c.h), StrCat("the TKG variant shards H / ", c.partitions, " = ",
-                                       c.h / c.partitions, " subtiles over LNC = ", c.lnc,
-                                       ": must divide evenly"));
+    Reject(StrCat("H = ", c.h),
+           StrCat("the TKG variant shards H / ", c.partitions, " = ", c.h / c.partitions,
+                  " subtiles over LNC = ", c.lnc, ": must divide evenly"));
   }
 }
 
@@ -165,9 +169,10 @@ void ValidateMlp(const MlpParams& p, int lnc, const HardwareProfile& profile) {
   MlpParams by_size;
   by_size.hidden = p.hidden;
   const MlpDispatch auto_choice = DispatchMlp(by_size);
-  const std::string why = choice.variant == auto_choice.variant
-                              ? choice.reason
-                              : StrCat("requested instead of ", MlpVariantName(auto_choice.variant));
+  const std::string why =
+      choice.variant == auto_choice.variant
+          ? choice.reason
+          : StrCat("requested instead of ", MlpVariantName(auto_choice.variant));
   const MlpConfig c = MakeMlpConfig(p, profile, lnc, choice.variant);
   CheckSizes(p, c);
   CheckQuantization(p, c, why);

@@ -9,8 +9,10 @@ namespace nkisim::kernels {
 void AppendGateUpChunks(const TensorView& w, int64_t c0, int64_t c1, const MlpConfig& cfg,
                         const HardwareProfile& profile, std::vector<TensorView>* chunks) {
   const int64_t subtiles = w.dim(1), width = c1 - c0;
-  const int64_t bytes = cfg.partitions * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
-  const int64_t hc = std::clamp<int64_t>(DmaTargetBytes(profile) / bytes, 1, subtiles);
+  const int64_t bytes =
+      cfg.partitions * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
+  int64_t hc = std::clamp<int64_t>(DmaTargetBytes(profile) / bytes, 1, subtiles);
+  if (cfg.is_static() && subtiles >= 2) hc = std::max<int64_t>(2, hc / 2 * 2);  // double-row pairs
   for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {
     chunks->push_back(w.slice(1, j0, std::min(subtiles, j0 + hc)).slice(2, c0, c1));
   }
@@ -20,7 +22,8 @@ void AppendDownChunks(const TensorView& down_w, int64_t h0, int64_t h1, const Ml
                       const HardwareProfile& profile, std::vector<TensorView>* chunks) {
   const int64_t np = cfg.partitions, full = cfg.i / np, width = h1 - h0;
   const int64_t bytes = np * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
-  const int64_t cc = std::clamp<int64_t>(DmaTargetBytes(profile) / bytes, 1, std::max<int64_t>(1, full));
+  int64_t cc = std::max<int64_t>(1, DmaTargetBytes(profile) / bytes);
+  if (cfg.is_static()) cc = std::max<int64_t>(2, cc / 2 * 2);  // double-row pairs
   for (int64_t c = 0; c < full; c += cc) {
     const int64_t e = std::min(full, c + cc);
     chunks->push_back(down_w.slice(0, c * np, e * np)
@@ -28,7 +31,7 @@ void AppendDownChunks(const TensorView& down_w, int64_t h0, int64_t h1, const Ml
                           .permute({1, 0, 2})
                           .slice(2, h0, h1));
   }
-  if (cfg.i % np != 0) {
+  if (cfg.i % np != 0) {  // the short last chunk of I
     const int64_t rows = cfg.i - full * np;
     chunks->push_back(down_w.slice(0, full * np, cfg.i).reshape({rows, 1, cfg.h}).slice(2, h0, h1));
   }

@@ -14,13 +14,14 @@
 namespace nkisim::kernels {
 
 // Chunks of a [P, J, I] partition-major weight view (element (p, j, i) is the row the matmul's
-// subtile j holds on partition p) for columns [c0, c1): [P, hc, c1 - c0] views over j.
+// subtile j holds on partition p) for columns [c0, c1): [P, hc, c1 - c0] views over j (hc even
+// for STATIC's double-row matmuls).
 void AppendGateUpChunks(const TensorView& w, int64_t c0, int64_t c1, const MlpConfig& cfg,
                         const HardwareProfile& profile, std::vector<TensorView>* chunks);
 
 // Chunks of down_w [I, H] for output columns [h0, h1): [rows, cc, h1 - h0] views, element
-// (p, q, x) the row (c + q) P + p of I chunk c + q; full 128-row chunks are grouped, the short
-// last chunk of I stands alone. In I order.
+// (p, q, x) the row (c + q) P + p of I chunk c + q; full 128-row chunks are grouped (in pairs at
+// least for STATIC's double-row matmuls), the short last chunk of I stands alone. In I order.
 void AppendDownChunks(const TensorView& down_w, int64_t h0, int64_t h1, const MlpConfig& cfg,
                       const HardwareProfile& profile, std::vector<TensorView>* chunks);
 

@@ -1,12 +1,12 @@
 // The quantization modes of the output-projection kernels: the reference's QuantizationType enum
 // (core/utils/common_types.py: NONE=0, STATIC=1, ROW=2, MX=3, STATIC_MX=4, ROW_MX=5), which QKV
-// shares; its one definition (with QuantizationTypeName) lives in kernels/qkv/qkv.h. Which kernel
+// shares; its one definition (with QuantizationTypeName) lives in kernels/common/common_types.h. Which kernel
 // accepts which mode is each kernel's Validate's business.
 #pragma once
 
 #include <string_view>
 
-#include "kernels/qkv/qkv.h"
+#include "kernels/common/common_types.h"
 
 namespace nkisim::kernels::oproj {
 

@@ -14,38 +14,6 @@ const char* QkvOutputLayoutName(QkvOutputLayout layout) {
   return "?";
 }
 
-const char* NormTypeName(NormType norm) {
-  switch (norm) {
-    case NormType::kNoNorm:
-      return "NO_NORM";
-    case NormType::kRmsNorm:
-      return "RMS_NORM";
-    case NormType::kLayerNorm:
-      return "LAYER_NORM";
-    case NormType::kRmsNormSkipGamma:
-      return "RMS_NORM_SKIP_GAMMA";
-  }
-  return "?";
-}
-
-const char* QuantizationTypeName(QuantizationType quant) {
-  switch (quant) {
-    case QuantizationType::kNone:
-      return "NONE";
-    case QuantizationType::kStatic:
-      return "STATIC";
-    case QuantizationType::kRow:
-      return "ROW";
-    case QuantizationType::kMx:
-      return "MX";
-    case QuantizationType::kStaticMx:
-      return "STATIC_MX";
-    case QuantizationType::kRowMx:
-      return "ROW_MX";
-  }
-  return "?";
-}
-
 const char* QkvVariantName(QkvVariant variant) {
   switch (variant) {
     case QkvVariant::kAuto:
@@ -101,6 +69,7 @@ QkvConfig MakeQkvConfig(const QkvParams& p, const HardwareProfile& profile, int 
   c.weight_dtype = p.fused_qkv_weights.dtype();
   c.weight_layout = p.weight_layout;
   c.h_transposed = p.is_h_dim_4h_transposed;
+  c.mx_interleaved = c.weight_layout == QkvWeightLayout::kMxInterleaved && !c.h_transposed;
   c.out_dtype = variant == QkvVariant::kCte && c.quant == QuantizationType::kStatic
                     ? DType::kBFloat16
                     : c.io_dtype;
@@ -109,11 +78,17 @@ QkvConfig MakeQkvConfig(const QkvParams& p, const HardwareProfile& profile, int 
   return c;
 }
 
-bool TkgSplitsNormTokens(const QkvConfig& cfg) {
-  if (cfg.lnc != 2 || cfg.norm == NormType::kNoNorm) return false;
-  const int64_t threshold =
-      cfg.norm == NormType::kLayerNorm ? kTkgLayerNormSplitTokens : kTkgRmsNormSplitTokens;
-  return cfg.tokens > threshold;
+FrontEndInputs QkvFrontEndInputs(const QkvParams& p) {
+  FrontEndInputs in;
+  in.input = p.input;
+  if (p.fused_residual_add) {
+    in.residual = p.mlp_prev;
+    in.residual2 = p.attention_prev;
+  }
+  in.gamma = p.gamma_norm_weights;
+  in.beta = p.layer_norm_bias;
+  in.in_scale = p.qkv_in_scale;
+  return in;
 }
 
 Shape QkvOutputShape(const QkvConfig& cfg, QkvOutputLayout layout) {

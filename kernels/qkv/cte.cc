@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/qkv/cte_prologue.h"
+#include "kernels/common/cte_prologue.h"
 #include "kernels/qkv/epilogue.h"
 #include "kernels/qkv/mx_scales.h"
 #include "kernels/common/tiling.h"
@@ -217,7 +217,7 @@ int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   const int64_t row = cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
   const int64_t quarter = static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4;
   const int64_t want =
-      std::min<int64_t>(tiles, CtePrologue::QuantizeOnly(cfg, p) ? kMxRowBuffers : 2);
+      std::min<int64_t>(tiles, CtePrologue::QuantizeOnly(cfg, QkvFrontEndInputs(p)) ? kMxRowBuffers : 2);
   return static_cast<int>(std::max<int64_t>(1, std::min(want, quarter / row)));
 }
 
@@ -227,7 +227,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
       buffers_(RowBuffers(core, cfg, p, static_cast<int64_t>(tiles_.size()))),
-      prologue_(core, cfg, p, buffers_),
+      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
   const int64_t np = cfg.partitions, bank = cfg.bank_cols;
@@ -262,7 +262,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
                   ring};
   };
   Choice pick = choose(1, kEvictionRing);
-  if (CtePrologue::QuantizeOnly(cfg, p)) {
+  if (CtePrologue::QuantizeOnly(cfg, QkvFrontEndInputs(p))) {
     // The MX warm-up (two banks' slabs resident, more eviction buffers) leaves less SBUF for a
     // block's tiles, and every extra block streams the weights once more: it is taken unless
     // that traffic would make the kernel HBM-bound where it was not (H 16384 went from 1.38x

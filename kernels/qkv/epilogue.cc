@@ -9,12 +9,6 @@ namespace nkisim::kernels {
 
 using nisa::AluOp;
 
-Tile LoadInverseInputScale(NeuronCore& core, const QkvParams& params, int64_t partitions) {
-  Tile inv = LoadRowBroadcast(core, "in_scale", params.qkv_in_scale, partitions, DType::kFloat32);
-  nisa::reciprocal(inv, inv);
-  return inv;
-}
-
 Epilogue::Epilogue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params,
                    int64_t partitions, DType bias_dtype, bool add_bias)
     : cfg_(cfg) {

@@ -37,9 +37,6 @@ class Epilogue {
   Tile col_scale_;  // ROW: [P, I] fp32, s_w[i]
 };
 
-// STATIC's input scale as a [partitions, 1] fp32 column of 1 / s_in.
-Tile LoadInverseInputScale(NeuronCore& core, const QkvParams& params, int64_t partitions);
-
 class FusedOutput {
  public:
   FusedOutput(const TensorView& output, QkvOutputLayout layout, int64_t d);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/common_types.h"  // NormType, QuantizationType
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 #include "runtime/tensor_view.h"
@@ -36,23 +37,12 @@
 namespace nkisim::kernels {
 
 enum class QkvOutputLayout { kBSD = 0, kNBSd = 1, kNBdS = 2 };
-enum class NormType { kNoNorm = 0, kRmsNorm = 1, kLayerNorm = 2, kRmsNormSkipGamma = 3 };
-enum class QuantizationType {
-  kNone = 0,
-  kStatic = 1,
-  kRow = 2,
-  kMx = 3,
-  kStaticMx = 4,
-  kRowMx = 5
-};
 enum class QkvVariant { kAuto, kTkg, kCte };
 // How fused_qkv_weights are stored (the reference's QKVWeightLayout): CONTIGUOUS [H, I] for the
 // non-MX modes; the two x4 packings of kernels/common/mx_weights.h for MX.
 enum class QkvWeightLayout { kContiguous = 0, kMxContiguous = 1, kMxInterleaved = 2 };
 
 const char* QkvOutputLayoutName(QkvOutputLayout layout);   // "BSD", "NBSd", "NBdS"
-const char* NormTypeName(NormType norm);                   // "NO_NORM", "RMS_NORM", ...
-const char* QuantizationTypeName(QuantizationType quant);  // "NONE", "STATIC", "ROW", "MX", ...
 const char* QkvVariantName(QkvVariant variant);            // "auto", "tkg", "cte"
 const char* QkvWeightLayoutName(QkvWeightLayout layout);   // "CONTIGUOUS", "MX_CONTIGUOUS", ...
 

@@ -18,7 +18,7 @@
 #include "kernels/qkv/epilogue.h"
 #include "kernels/qkv/mx_scales.h"
 #include "kernels/common/tiling.h"
-#include "kernels/qkv/tkg_prologue.h"
+#include "kernels/common/tkg_prologue.h"
 #include "kernels/qkv/variants.h"
 #include "runtime/nisa/nisa.h"
 
@@ -33,7 +33,7 @@ constexpr int64_t kSlotsPerQueue = 2;
 
 // STATIC: x / s_in clamped to the fp8 range of the weights, cast to their fp8 type.
 Tile QuantizeInput(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Tile& x) {
-  const Tile inv = LoadInverseInputScale(core, p, cfg.partitions);
+  const Tile inv = LoadInverseInputScale(core, p.qkv_in_scale, cfg.partitions);
   const float fp8_max = static_cast<float>(MaxValue(cfg.weight_dtype));
   Tile scaled = core.AllocateSbuf("x_scaled", x.shape(), DType::kFloat32);
   nisa::tensor_scalar(
@@ -77,7 +77,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   const int64_t np = cfg.partitions, tokens = cfg.tokens, h1s = cfg.shard_subtiles();
   const int64_t bank = cfg.bank_cols, banks = (cfg.i + bank - 1) / bank;
 
-  Tile x_in = TkgPrologue(ctx, cfg, params, result.fused_hidden);
+  Tile x_in = TkgPrologue(ctx, cfg, QkvFrontEndInputs(params), result.fused_hidden);
   if (cfg.quant == QuantizationType::kStatic) x_in = QuantizeInput(core, cfg, params, x_in);
   // MX: x_in [P, T, Q, 4] quantized per chunk into x4 [P, Q, T] with its E8M0 scales [P, Q, T].
   const int64_t q_chunks = cfg.mx() ? cfg.mx_tkg_chunks() : 0;

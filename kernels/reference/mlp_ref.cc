@@ -51,17 +51,21 @@ void Normalize(const MlpParams& p, int64_t t, int64_t h, std::vector<double>* x)
   }
 }
 
-// v = fp8(clip(v / s, +-max)).
-void QuantizeFp8(DType fp8, double s, std::vector<double>* v) {
+// v = fp8(clip(stored(v) / s, +-max)), stored(v) = v rounded to `stored` first (kFloat32: not).
+void QuantizeFp8(DType fp8, double s, DType stored, std::vector<double>* v) {
   const double max = MaxValue(fp8);
-  for (double& e : *v) e = RoundTo(fp8, static_cast<float>(std::clamp(e / s, -max, max)));
+  for (double& e : *v) {
+    const double held = stored == DType::kFloat32 ? e : RoundTo(stored, static_cast<float>(e));
+    e = RoundTo(fp8, static_cast<float>(std::clamp(held / s, -max, max)));
+  }
 }
 
 // y [t, n] = y * scale (STATIC: one value; ROW: per column) + bias.
 void Dequantize(const MlpParams& p, const TensorView& w_scale, double in_scale,
                 const TensorView& bias, int64_t t, int64_t n, std::vector<double>* y) {
   std::vector<double> col(static_cast<size_t>(n), 1.0), b(static_cast<size_t>(n), 0.0);
-  if (p.quantization == QuantizationType::kStatic) std::fill(col.begin(), col.end(), Scale0(w_scale) * in_scale);
+  if (p.quantization == QuantizationType::kStatic)
+    std::fill(col.begin(), col.end(), Scale0(w_scale) * in_scale);
   if (p.quantization == QuantizationType::kRow) {
     const std::vector<float> s = w_scale.ToFloats();
     std::copy(s.begin(), s.begin() + n, col.begin());
@@ -98,7 +102,10 @@ MlpGolden MlpReference(const MlpParams& p) {
   }
   Normalize(p, t, h, &x);
   const double s_in = is_static ? Scale0(p.gate_up_in_scale) : 1.0;
-  if (is_static) QuantizeFp8(p.gate_w.dtype(), s_in, &x);
+  // The kernel holds x_hat in its compute dtype (bf16 for fp32 I/O) before quantizing it: one
+  // rounding more or less moves a value to the next fp8 code, so the golden rounds there too.
+  const DType compute = p.hidden.dtype() == DType::kFloat32 ? DType::kBFloat16 : p.hidden.dtype();
+  if (is_static) QuantizeFp8(p.gate_w.dtype(), s_in, compute, &x);
   std::vector<double> g = Product(x, t, p.gate_w);
   Dequantize(p, p.gate_w_scale, s_in, p.gate_bias, t, i, &g);
   std::vector<double> u = Product(x, t, p.up_w);
@@ -107,7 +114,7 @@ MlpGolden MlpReference(const MlpParams& p) {
   for (size_t k = 0; k < g.size(); ++k) g[k] = Activation(p.activation, g[k]) * u[k];
   u = {};
   const double s_down = is_static ? Scale0(p.down_in_scale) : 1.0;
-  if (is_static) QuantizeFp8(p.down_w.dtype(), s_down, &g);
+  if (is_static) QuantizeFp8(p.down_w.dtype(), s_down, DType::kFloat32, &g);
   std::vector<double> out = Product(g, t, p.down_w);
   Dequantize(p, p.down_w_scale, s_down, p.down_bias, t, h, &out);
   golden.output.assign(out.begin(), out.end());

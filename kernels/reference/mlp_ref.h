@@ -5,7 +5,8 @@
 //   1. x = hidden + residual (when given); that sum is fused_hidden;
 //   2. RMS: x * gamma / sqrt(sum(x^2) / H + eps); LayerNorm: (x - mean) / sqrt(var + eps) * gamma
 //      [+ beta], population statistics over H; NO_NORM: x;
-//   3. STATIC: x = fp8(clip(x / s_in_gate_up, +-max)) in the weights' fp8 type;
+//   3. STATIC: x = fp8(clip(x / s_in_gate_up, +-max)) in the weights' fp8 type, x first rounded to
+//      the compute dtype (bf16 for fp32 I/O), where the kernel holds it;
 //   4. g = x Wg, u = x Wu; STATIC: times s_w * s_in; ROW: column i times s_w[i]; + biases;
 //   5. h = act(g) * u (SiLU x / (1 + e^-x), GELU 0.5 x (1 + erf(x / sqrt 2)), ReLU);
 //      STATIC: h = fp8(clip(h / s_in_down, +-max));

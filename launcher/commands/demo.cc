@@ -51,9 +51,7 @@ int RunDemo(const DemoOptions& o) {
   const reference::Comparison check =
       reference::Compare(c.ToFloats(), reference::Matmul(a, b), {1e-4, 1e-3});
   std::printf("check vs fp64 golden (atol 1e-4, rtol 1e-3): %s\n", check.ToString().c_str());
-  const double host_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - host_start).count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return check.pass() ? 0 : 1;
 }
 

@@ -57,10 +57,7 @@ int RunSoftmaxExample(const SoftmaxExampleOptions& o) {
       reference::Compare(y.ToFloats(), kernels::RowSoftmaxGolden(x), tol);
   std::printf("check vs fp64 golden (atol %.0e, rtol %.0e): %s\n", tol.atol, tol.rtol,
               check.ToString().c_str());
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
-          .count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return check.pass() ? 0 : 1;
 }
 

@@ -75,6 +75,12 @@ void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& 
   }
 }
 
+void PrintHostTime(std::chrono::steady_clock::time_point start) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("host time: %.1f ms\n", ms);
+}
+
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx) {
   const HardwareProfile& p = lnc.profile();
   const double peak = mx ? PeakMxTflops(p) : PeakBf16Tflops(p);

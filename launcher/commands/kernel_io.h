@@ -3,6 +3,7 @@
 // summary and the trace. Kernels themselves never print; these helpers do.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -48,6 +49,9 @@ std::string WriteOutput(const std::string& out_dir, const std::string& name,
 // Prints each physical core's summary and the logical core's totals (simulated time, achieved
 // TFLOP/s for `flops` of useful work), and writes the Chrome trace to trace_path when non-empty.
 void ReportLogicalCore(const LogicalCore& lnc, double flops, const std::string& trace_path);
+
+// Prints "host time: N.N ms", the host wall time since `start`.
+void PrintHostTime(std::chrono::steady_clock::time_point start);
 
 // The roofline of a kernel run on `lnc` physical cores: the larger of moving hbm_bytes at the
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one

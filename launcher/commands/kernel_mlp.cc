@@ -28,8 +28,9 @@ MlpVariant ParseVariant(const std::string& v) {
   return v == "tkg" ? MlpVariant::kTkg : v == "cte" ? MlpVariant::kCte : MlpVariant::kAuto;
 }
 MlpActivation ParseActivation(const std::string& a) {
-  return a == "gelu" ? MlpActivation::kGelu : a == "relu" ? MlpActivation::kRelu
-                                                          : MlpActivation::kSilu;
+  return a == "gelu"   ? MlpActivation::kGelu
+         : a == "relu" ? MlpActivation::kRelu
+                       : MlpActivation::kSilu;
 }
 NormType ParseNorm(const std::string& n) {
   return n == "none" ? NormType::kNoNorm : n == "layer" ? NormType::kLayerNorm : NormType::kRmsNorm;
@@ -68,13 +69,13 @@ MlpParams MakeInputs(const MlpOptions& o) {
 // Every input once (of a scale with identical rows, one row) and the outputs.
 double RooflineBytes(const MlpParams& p, const kernels::MlpResult& r) {
   double bytes = 0;
-  for (const TensorView* t : {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w,
-                              &p.down_w, &p.gate_bias, &p.up_bias, &p.down_bias, &r.output,
-                              &r.fused_hidden}) {
+  for (const TensorView* t :
+       {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w, &p.down_w, &p.gate_bias,
+        &p.up_bias, &p.down_bias, &r.output, &r.fused_hidden}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes());
   }
-  for (const TensorView* t : {&p.gate_w_scale, &p.up_w_scale, &p.down_w_scale,
-                              &p.gate_up_in_scale, &p.down_in_scale}) {
+  for (const TensorView* t :
+       {&p.gate_w_scale, &p.up_w_scale, &p.down_w_scale, &p.gate_up_in_scale, &p.down_in_scale}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes() / t->dim(0));
   }
   return bytes;
@@ -88,8 +89,8 @@ int Check(const MlpParams& p, const kernels::MlpResult& r) {
               out.ToString().c_str());
   bool pass = out.pass();
   if (r.fused_hidden.valid()) {
-    const reference::Comparison fused =
-        reference::Compare(r.fused_hidden.ToFloats(), golden.fused_hidden, reference::kMlpTolerance);
+    const reference::Comparison fused = reference::Compare(
+        r.fused_hidden.ToFloats(), golden.fused_hidden, reference::kMlpTolerance);
     std::printf("fused_hidden vs golden: %s\n", fused.ToString().c_str());
     pass = pass && fused.pass();
   }
@@ -126,14 +127,16 @@ void AddKernelMlpCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_flag("--store-fused-hidden", o->store_fused_hidden, "also write x (needs --residual)");
   cmd->add_flag("--bias", o->bias, "gate, up and down biases");
   cmd->add_option("--hidden", o->hidden_path, ".npy hidden [B, S, H]");
-  cmd->add_option("--residual-npy", o->residual_path, ".npy residual [B, S, H] (implies --residual)");
+  cmd->add_option("--residual-npy", o->residual_path,
+                  ".npy residual [B, S, H] (implies --residual)");
   cmd->add_option("--gamma", o->gamma_path, ".npy norm weight [1, H]");
   cmd->add_option("--gate-w", o->gate_w_path, ".npy gate weights [H, I]");
   cmd->add_option("--up-w", o->up_w_path, ".npy up weights [H, I]");
   cmd->add_option("--down-w", o->down_w_path, ".npy down weights [I, H]");
   cmd->add_option("--out-dir", o->out_dir, "where out.npy goes")->capture_default_str();
-  AddCommonOptions(cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag | kTimingOnlyFlag,
-                   {.profile_path = "", .seed = 1, .lnc = 2, .trace_path = "nkisim-mlp.trace.json"});
+  AddCommonOptions(
+      cmd, &o->common, kLncFlag | kSeedFlag | kProfileFlag | kTraceFlag | kTimingOnlyFlag,
+      {.profile_path = "", .seed = 1, .lnc = 2, .trace_path = "nkisim-mlp.trace.json"});
   cmd->add_flag("--check", o->check, "compare with the golden; exit 1 outside the tolerance");
   cmd->add_flag("--list-variants", o->list_variants, "list the kernel variants and exit");
   cmd->callback([o, exit_code] { *exit_code = RunKernelMlp(*o); });
@@ -170,16 +173,14 @@ int RunKernelMlp(const MlpOptions& o) {
   std::printf("out %s %s: %s\n", ShapeString(r.output.shape()).c_str(), DTypeName(r.output.dtype()),
               WriteOutput(o.out_dir, "out", r.output).c_str());
   if (r.fused_hidden.valid()) {
-    std::printf("fused_hidden: %s\n", WriteOutput(o.out_dir, "fused_hidden", r.fused_hidden).c_str());
+    std::printf("fused_hidden: %s\n",
+                WriteOutput(o.out_dir, "fused_hidden", r.fused_hidden).c_str());
   }
   const double flops = 6.0 * o.b * o.s * static_cast<double>(o.h) * static_cast<double>(o.i);
   ReportLogicalCore(lnc, flops, o.common.trace_path);
   ReportRoofline(lnc, RooflineBytes(p, r), flops);
   const int status = o.check ? Check(p, r) : 0;
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
-          .count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return status;
 }
 

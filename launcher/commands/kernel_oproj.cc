@@ -191,10 +191,7 @@ int RunKernelOproj(const OprojOptions& o) {
                 tol.rtol, check.ToString().c_str());
     status = check.pass() ? 0 : 1;
   }
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
-          .count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return status;
 }
 

@@ -234,10 +234,7 @@ int RunKernelQkv(const KernelQkvOptions& o) {
     if (result.fused_hidden.valid())
       report("fused_hidden", result.fused_hidden, golden.fused_hidden);
   }
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
-          .count();
-  std::printf("host time: %.1f ms\n", host_ms);
+  PrintHostTime(host_start);
   return pass ? 0 : 1;
 }
 

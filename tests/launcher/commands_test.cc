@@ -79,6 +79,7 @@ TEST(CommandTable, CommonFlagsAndDefaults) {
       {"kernel", "qkv", "2", "1", "nkisim-qkv.trace.json", true},
       {"kernel", "oproj", "2", "1", "nkisim-oproj.trace.json", true},
       {"kernel", "attention", "2", "1", "nkisim-attention.trace.json", true},
+      {"kernel", "mlp", "2", "1", "nkisim-mlp.trace.json", true},
       {"", "collective", "2", "1", "", true},  // --seed: batch_shard with --topology
       {"", "calibrate", "2", "", "", true},
       {"", "validate", "", "", "", true},

@@ -50,7 +50,7 @@ struct KernelCase {
   const char* args;
 };
 
-// A grid over the three kernels and both of their variants, LNC 1 and 2, and the qkv MX paths.
+// A grid over the four kernels and both of their variants, LNC 1 and 2, and the qkv MX paths.
 const KernelCase kKernels[] = {
     {"qkv_tkg", "kernel qkv --b 4 --s 1 --h 1024 --nq 4 --nkv 1 --d 128"},
     {"qkv_tkg_lnc1", "kernel qkv --b 4 --s 1 --h 1024 --nq 4 --nkv 1 --d 128 --lnc 1"},
@@ -62,6 +62,9 @@ const KernelCase kKernels[] = {
     {"attention_tkg", "kernel attention --variant tkg --b 4 --g 8 --t 1025 --d 128"},
     {"attention_tkg_lnc1", "kernel attention --variant tkg --b 2 --g 4 --t 600 --d 128 --lnc 1"},
     {"attention_cte", "kernel attention --variant cte --b 1 --nq 2 --nkv 1 --s 384 --d 128"},
+    {"mlp_tkg_static", "kernel mlp --variant tkg --b 24 --h 1024 --i 448 --quant static --bias"},
+    {"mlp_cte_lnc1", "kernel mlp --variant cte --b 1 --s 200 --h 512 --i 320 --lnc 1 --residual "
+                     "--store-fused-hidden --norm layer"},
     {"qkv_tkg_mx", "kernel qkv --b 4 --s 1 --h 2048 --nq 2 --nkv 1 --d 128 --quant mx "
                    "--h-transposed --profile " NKISIM_SOURCE_DIR "/configs/hardware/trn3.textproto"},
     {"oproj_cte_mx", "kernel oproj --variant cte --b 1 --n 2 --d 128 --s 256 --h 1024 --quant mx "

@@ -9,13 +9,14 @@
 
 namespace {
 
-using ::testing::HasSubstr;
 using nkisim::testing::CommandResult;
+using ::testing::HasSubstr;
 
 CommandResult Mlp(const std::string& args) {
   return nkisim::testing::RunCommand(std::string(NKISIM_BINARY) +
                                          " kernel mlp --out-dir /tmp/nkisim-mlp-cli "
-                                         "--trace /tmp/nkisim-mlp-cli.trace.json " + args,
+                                         "--trace /tmp/nkisim-mlp-cli.trace.json " +
+                                         args,
                                      120);
 }
 

@@ -27,45 +27,48 @@ TEST_P(MlpCaseTest, MatchesGolden) { ExpectMatchesGolden(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(
     Tkg, MlpCaseTest,
-    ::testing::Values(
-        Tkg("t1_lnc2", 1, 4096, 448), Tkg("t4_lnc1", 4, 4096, 448, 1),
-        Tkg("t32_fp32", 32, 4096, 448, 2, kFp32), Tkg("t96_i896", 96, 4096, 896),
-        Tkg("t4_static", 4, 4096, 448, 2, kBf16, QuantizationType::kStatic),
-        Tkg("t32_row_lnc1", 32, 4096, 448, 1, kBf16, QuantizationType::kRow),
-        Tkg("t96_row", 96, 4096, 896, 2, kBf16, QuantizationType::kRow),
-        With(Tkg("t4_static_biases", 4, 4096, 448, 2, kBf16, QuantizationType::kStatic),
-             [](MlpCaseOptions& o) { o.bias = true; }),
-        With(Tkg("t32_residual_split_norm", 32, 4096, 448),
-             [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
-        With(Tkg("t8_layernorm_gelu_biases", 8, 4096, 448), [](MlpCaseOptions& o) {
-          o.norm = NormType::kLayerNorm;
-          o.norm_bias = o.bias = true;
-          o.act = MlpActivation::kGelu;
-        }),
-        With(Tkg("t4_no_norm_relu_fp32", 4, 4096, 448, 1, kFp32), [](MlpCaseOptions& o) {
-          o.norm = NormType::kNoNorm;
-          o.act = MlpActivation::kRelu;
-        })),
+    ::testing::Values(Tkg("t1_lnc2", 1, 4096, 448), Tkg("t4_lnc1", 4, 4096, 448, 1),
+                      Tkg("t32_fp32", 32, 4096, 448, 2, kFp32), Tkg("t96_i896", 96, 4096, 896),
+                      Tkg("t4_static", 4, 4096, 448, 2, kBf16, QuantizationType::kStatic),
+                      Tkg("t32_row_lnc1", 32, 4096, 448, 1, kBf16, QuantizationType::kRow),
+                      Tkg("t96_row", 96, 4096, 896, 2, kBf16, QuantizationType::kRow),
+                      With(Tkg("t4_static_biases", 4, 4096, 448, 2, kBf16,
+                               QuantizationType::kStatic),
+                           [](MlpCaseOptions& o) { o.bias = true; }),
+                      With(Tkg("t32_residual_split_norm", 32, 4096, 448),
+                           [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
+                      With(Tkg("t8_layernorm_gelu_biases", 8, 4096, 448),
+                           [](MlpCaseOptions& o) {
+                             o.norm = NormType::kLayerNorm;
+                             o.norm_bias = o.bias = true;
+                             o.act = MlpActivation::kGelu;
+                           }),
+                      With(Tkg("t4_no_norm_relu_fp32", 4, 4096, 448, 1, kFp32),
+                           [](MlpCaseOptions& o) {
+                             o.norm = NormType::kNoNorm;
+                             o.act = MlpActivation::kRelu;
+                           })),
     CaseName);
 
 INSTANTIATE_TEST_SUITE_P(
     Cte, MlpCaseTest,
-    ::testing::Values(
-        Cte("s128_lnc2", 128, 4096, 448), Cte("s512_lnc1_i896", 512, 4096, 896, 1),
-        Cte("s512_fp32", 512, 4096, 448, 2, kFp32),
-        With(Cte("s200_residual_fp32", 200, 4096, 448, 2, kFp32),
-             [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
-        With(Cte("s640_layernorm_gelu_biases", 640, 4096, 896), [](MlpCaseOptions& o) {
-          o.norm = NormType::kLayerNorm;
-          o.norm_bias = o.bias = true;
-          o.act = MlpActivation::kGelu;
-        }),
-        With(Cte("s128_auto_b4_s32_no_norm_relu", 32, 4096, 448), [](MlpCaseOptions& o) {
-          o.b = 4;  // B * S = 128 > 96: the dispatcher picks CTE
-          o.variant = MlpVariant::kAuto;
-          o.norm = NormType::kNoNorm;
-          o.act = MlpActivation::kRelu;
-        })),
+    ::testing::Values(Cte("s128_lnc2", 128, 4096, 448), Cte("s512_lnc1_i896", 512, 4096, 896, 1),
+                      Cte("s512_fp32", 512, 4096, 448, 2, kFp32),
+                      With(Cte("s200_residual_fp32", 200, 4096, 448, 2, kFp32),
+                           [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
+                      With(Cte("s640_layernorm_gelu_biases", 640, 4096, 896),
+                           [](MlpCaseOptions& o) {
+                             o.norm = NormType::kLayerNorm;
+                             o.norm_bias = o.bias = true;
+                             o.act = MlpActivation::kGelu;
+                           }),
+                      With(Cte("s128_auto_b4_s32_no_norm_relu", 32, 4096, 448),
+                           [](MlpCaseOptions& o) {
+                             o.b = 4;  // B * S = 128 > 96: the dispatcher picks CTE
+                             o.variant = MlpVariant::kAuto;
+                             o.norm = NormType::kNoNorm;
+                             o.act = MlpActivation::kRelu;
+                           })),
     CaseName);
 
 TEST(MlpDispatchTest, TkgUpToNinetySixTokensCteAbove) {
@@ -91,7 +94,8 @@ TEST(MlpLncTest, OneAndTwoCoresAgreeWithinTolerance) {
 }
 
 TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
-  const MlpRun tkg = RunCase(Tkg("tkg", 8, 4096, 896));  // 2 blocks of 512 columns, no split norm
+  // I = 896: 7 chunks of 128 in blocks of 4 and 3 (one exchange each); B*S 8: no split norm.
+  const MlpRun tkg = RunCase(Tkg("tkg", 8, 4096, 896));
   int64_t sends = 0, bytes = 0;
   for (const InstructionRecord& r : tkg.lnc->core(0).timeline().records()) {
     if (std::string(r.name) == "sendrecv") {
@@ -110,8 +114,10 @@ TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
 }
 
 TEST(MlpTimingOnlyTest, SameSimulatedTimeAsFunctional) {
-  for (const MlpTestCase& c : {Tkg("tkg", 32, 4096, 896, 2, kBf16, QuantizationType::kRow),
-                               Cte("cte", 256, 4096, 448)}) {
+  for (const MlpTestCase& c :
+       {Tkg("tkg_row", 32, 4096, 896, 2, kBf16, QuantizationType::kRow),
+        Tkg("tkg_static", 24, 4096, 448, 2, kBf16, QuantizationType::kStatic),
+        Cte("cte", 256, 4096, 448)}) {
     const double functional = RunCase(c).sim_ns;
     ScopedSimMode timing(SimMode::kTimingOnly);
     EXPECT_EQ(RunCase(c).sim_ns, functional) << c.name;
@@ -123,8 +129,7 @@ TEST(MlpTimingOnlyTest, SameSimulatedTimeAsFunctional) {
 TEST(MlpRooflineTest, TkgWithinOneQuarterOfTheStreamFloor) {
   ScopedSimMode timing(SimMode::kTimingOnly);
   for (const MlpTestCase& c : {Tkg("t1", 1, 4096, 896), Tkg("t32", 32, 4096, 896),
-                               Tkg("t32_lnc1", 32, 4096, 3584, 1),
-                               Tkg("t4_8192", 4, 8192, 3584)}) {
+                               Tkg("t32_lnc1", 32, 4096, 3584, 1), Tkg("t4_8192", 4, 8192, 3584)}) {
     const MlpRun run = RunCase(c);
     const Roofline r = RooflineOf(run);
     std::cout << "    " << c.name << ": " << run.sim_ns << " ns = " << run.sim_ns / r.hbm_ns

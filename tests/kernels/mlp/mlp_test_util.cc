@@ -12,30 +12,31 @@ std::ostream& operator<<(std::ostream& os, const MlpTestCase& c) { return os << 
 
 std::string CaseName(const ::testing::TestParamInfo<MlpTestCase>& info) { return info.param.name; }
 
-MlpTestCase Tkg(const char* name, int64_t tokens, int64_t h, int64_t i, int lnc, DType dtype,
-                QuantizationType quant) {
-  MlpCaseOptions o;
-  o.b = tokens;
-  o.s = 1;
-  o.h = h;
-  o.i = i;
-  o.dtype = dtype;
-  o.quant = quant;
-  o.variant = MlpVariant::kTkg;
-  o.seed = 7;
-  return {name, o, lnc};
-}
+namespace {
 
-MlpTestCase Cte(const char* name, int64_t s, int64_t h, int64_t i, int lnc, DType dtype) {
+MlpTestCase Case(const char* name, int64_t b, int64_t s, int64_t h, int64_t i, int lnc, DType dtype,
+                 QuantizationType quant, MlpVariant variant) {
   MlpCaseOptions o;
-  o.b = 1;
+  o.b = b;
   o.s = s;
   o.h = h;
   o.i = i;
   o.dtype = dtype;
-  o.variant = MlpVariant::kCte;
+  o.quant = quant;
+  o.variant = variant;
   o.seed = 7;
   return {name, o, lnc};
+}
+
+}  // namespace
+
+MlpTestCase Tkg(const char* name, int64_t tokens, int64_t h, int64_t i, int lnc, DType dtype,
+                QuantizationType quant) {
+  return Case(name, tokens, 1, h, i, lnc, dtype, quant, MlpVariant::kTkg);
+}
+
+MlpTestCase Cte(const char* name, int64_t s, int64_t h, int64_t i, int lnc, DType dtype) {
+  return Case(name, 1, s, h, i, lnc, dtype, QuantizationType::kNone, MlpVariant::kCte);
 }
 
 MlpRun RunCase(const MlpTestCase& c) { return RunCase(c, MakeMlpCase(c.options)); }
@@ -53,7 +54,8 @@ void ExpectMatchesGolden(const MlpTestCase& c) {
   const MlpRun run = RunCase(c);
   const reference::MlpGolden golden = reference::MlpReference(run.params);
   const reference::Tolerance tol = reference::MlpTolerance(run.params.quantization);
-  const reference::Comparison out = reference::Compare(run.result.output.ToFloats(), golden.output, tol);
+  const reference::Comparison out =
+      reference::Compare(run.result.output.ToFloats(), golden.output, tol);
   std::cout << "    " << c.name << " (" << MlpVariantName(run.result.variant) << ", LNC " << c.lnc
             << ", " << run.sim_ns << " ns): " << out.ToString() << "\n";
   EXPECT_TRUE(out.pass()) << c.name << ": " << out.ToString();
@@ -69,9 +71,9 @@ Roofline RooflineOf(const MlpRun& run) {
   const HardwareProfile& prof = run.lnc->profile();
   const int cores = run.lnc->lnc();
   double bytes = 0;
-  for (const TensorView* t : {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w,
-                              &p.down_w, &p.gate_bias, &p.up_bias, &p.down_bias,
-                              &run.result.output, &run.result.fused_hidden}) {
+  for (const TensorView* t :
+       {&p.hidden, &p.residual, &p.gamma, &p.beta, &p.gate_w, &p.up_w, &p.down_w, &p.gate_bias,
+        &p.up_bias, &p.down_bias, &run.result.output, &run.result.fused_hidden}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes());
   }
   const double flops = 6.0 * static_cast<double>(p.hidden.numel()) * p.gate_w.dim(1);

@@ -61,8 +61,9 @@ TEST(MlpValidationTest, RefusesShapesNamingOperandAndRule) {
 TEST(MlpValidationTest, RefusesVariantLimits) {
   MlpParams p = Base(QuantizationType::kNone, 200);
   p.variant = MlpVariant::kTkg;
-  ExpectRejected(p, "mlp: B * S = 200: the TKG variant (requested instead of cte) keeps the "
-                    "tokens on the partitions, so B * S must be <= 128");
+  ExpectRejected(p,
+                 "mlp: B * S = 200: the TKG variant (requested instead of cte) keeps the "
+                 "tokens on the partitions, so B * S must be <= 128");
   MlpCaseOptions o;
   o.h = 384;  // 3 subtiles do not split over 2 cores
   ExpectRejected(MakeMlpCase(o), "mlp: H = 384: the TKG variant shards H / 128 = 3 subtiles");
@@ -72,14 +73,16 @@ TEST(MlpValidationTest, RefusesVariantLimits) {
 
 TEST(MlpValidationTest, RefusesQuantizationMisuse) {
   MlpParams p = Base(QuantizationType::kStatic, 200);  // B * S 200: CTE
-  ExpectRejected(p, "mlp: quantization = STATIC: fp8 weights run in the TKG variant only; this "
-                    "call runs CTE (B * S = 200 > 96)");
+  ExpectRejected(p,
+                 "mlp: quantization = STATIC: fp8 weights run in the TKG variant only; this "
+                 "call runs CTE (B * S = 200 > 96)");
   p = Base(QuantizationType::kRow);
   p.down_w_scale = TensorView();
   ExpectRejected(p, "mlp: down_w_scale: quantization ROW needs it");
   p = Base(QuantizationType::kRow);
   p.down_w_scale = p.up_w_scale;  // [128, I], not [128, H]
-  ExpectRejected(p, "mlp: down_w_scale = [128, 192] fp32: ROW needs a float [1, 256] or [128, 256]");
+  ExpectRejected(p,
+                 "mlp: down_w_scale = [128, 192] fp32: ROW needs a float [1, 256] or [128, 256]");
   p = Base(QuantizationType::kStatic);
   p.down_in_scale = TensorView();
   ExpectRejected(p, "mlp: down_in_scale: quantization STATIC needs it");

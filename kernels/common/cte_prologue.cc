@@ -1,8 +1,7 @@
-#include "kernels/qkv/cte_prologue.h"
+#include "kernels/common/cte_prologue.h"
 
 #include <algorithm>
 
-#include "kernels/qkv/epilogue.h"
 #include "kernels/common/tiling.h"
 #include "runtime/nisa/nisa.h"
 
@@ -18,7 +17,7 @@ constexpr int64_t kColumnChunk = 2048;
 // transposed subtile j. MX (subtile j = 4 c + v of chunk c, value v): row[4 (c P + p) + v], or
 // for MX_INTERLEAVED input row[(v / 2) H / 2 + 2 (c P + p) + v % 2].
 Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row,
-                       const QkvConfig& cfg, DType dtype) {
+                       const FrontEndConfig& cfg, DType dtype) {
   const int64_t np = cfg.partitions, h1 = row.dim(1) / np;
   Tile t = core.AllocateSbuf(name, {np, h1}, dtype);
   if (!cfg.mx()) {
@@ -35,30 +34,30 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
 
 }  // namespace
 
-CtePrologue::CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params,
+CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in,
                          int buffers)
-    : cfg_(cfg), params_(params), r0_(buffers, 0), n_(buffers, 0) {
-  mx_direct_ = QuantizeOnly(cfg, params);
+    : cfg_(cfg), in_(in), r0_(buffers, 0), n_(buffers, 0) {
+  mx_direct_ = QuantizeOnly(cfg, in);
   const int64_t np = cfg.partitions, h1 = cfg.h / np;
   const int64_t chunk = std::min(cfg.h, kColumnChunk);
   for (int i = 0; i < buffers; ++i) {
     rows_.push_back(core.AllocateSbuf("rows", {np, cfg.h}, cfg.compute_dtype));
   }
-  if (params.fused_residual_add) {
+  if (in.residual_add()) {
     for (Tile& r : residual_) r = core.AllocateSbuf("residual", {np, chunk}, cfg.compute_dtype);
   }
   const bool is_static = cfg.quant == QuantizationType::kStatic;
-  if (params.gamma_norm_weights.valid()) {
-    gamma_t_ = LoadTransposedRow(core, "gamma_t", params.gamma_norm_weights, cfg, cfg.compute_dtype);
+  if (in.gamma.valid()) {
+    gamma_t_ = LoadTransposedRow(core, "gamma_t", in.gamma, cfg, cfg.compute_dtype);
   } else if (is_static) {
     gamma_t_ = core.AllocateSbuf("gamma_t", {np, h1}, cfg.compute_dtype);
     nisa::memset(gamma_t_, 1.0f, Engine::kGpSimd);
   }
-  if (params.layer_norm_bias.valid()) {
-    beta_t_ = LoadTransposedRow(core, "beta_t", params.layer_norm_bias, cfg, cfg.compute_dtype);
+  if (in.beta.valid()) {
+    beta_t_ = LoadTransposedRow(core, "beta_t", in.beta, cfg, cfg.compute_dtype);
   }
   if (is_static) {  // (x * gamma + beta) / s_in = x * (gamma / s_in) + beta / s_in
-    const Tile inv = LoadInverseInputScale(core, params, np);
+    const Tile inv = LoadInverseInputScale(core, in.in_scale, np);
     nisa::tensor_scalar(gamma_t_, gamma_t_, {.op0 = AluOp::kMultiply, .operand0 = inv});
     if (beta_t_.valid()) {
       nisa::tensor_scalar(beta_t_, beta_t_, {.op0 = AluOp::kMultiply, .operand0 = inv});
@@ -97,7 +96,7 @@ CtePrologue::CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams
 
 TensorView CtePrologue::MxQuadView(int64_t r0, int64_t n) const {
   const int64_t np = cfg_.partitions, chunks = cfg_.mx_chunks();
-  const TensorView rows = params_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
+  const TensorView rows = in_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
   if (!cfg_.mx_interleaved_input()) {  // column 4 (c P + p) + v
     return rows.reshape({n, chunks, np, 4}).permute({2, 1, 0, 3});
   }
@@ -117,13 +116,13 @@ void CtePrologue::Load(int slot, int64_t r0, int64_t n) {
     }
     return;
   }
-  const TensorView rows = params_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
+  const TensorView rows = in_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
   DmaInPieces(rows_[slot].slice(0, 0, n), rows, 1);
 }
 
 void CtePrologue::Prepare(int slot) {
   const Tile x = rows_[slot].slice(0, 0, n_[slot]);
-  if (params_.fused_residual_add) ResidualAdd(x, r0_[slot]);
+  if (in_.residual_add()) ResidualAdd(x, r0_[slot]);
   if (fused_hidden_.valid()) {
     const TensorView rows = fused_hidden_.reshape({cfg_.tokens, cfg_.h});
     StoreInPieces(rows.slice(0, r0_[slot], r0_[slot] + x.partitions()), x);
@@ -133,11 +132,11 @@ void CtePrologue::Prepare(int slot) {
 
 void CtePrologue::ResidualAdd(const Tile& x, int64_t r0) {
   const int64_t n = x.partitions(), chunk = residual_[0].free_size();
-  const TensorView* sources[2] = {&params_.mlp_prev, &params_.attention_prev};
+  const TensorView* sources[2] = {&in_.residual, &in_.residual2};
   for (int64_t c0 = 0; c0 < cfg_.h; c0 += chunk) {
     const int64_t c1 = std::min(cfg_.h, c0 + chunk);
     for (int i = 0; i < 2; ++i) {
-      if (!sources[i]->valid()) continue;  // the MLP's single residual comes as mlp_prev
+      if (!sources[i]->valid()) continue;  // the MLP has one residual
       const Tile r = residual_[i].slice(0, 0, n).slice(1, 0, c1 - c0);
       DmaInPieces(
           r, sources[i]->reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n).slice(1, c0, c1), 1);

@@ -1,5 +1,6 @@
-// Internal to kernels/qkv: the CTE front end, everything before the fused matmul for one tile of
-// up to 128 token rows (tokens on the partitions, H on the free axis), after qkv_cte.py:873-1100:
+// The CTE (prefill) norm front end of QKV and the MLP: everything before the first matmul for one
+// tile of up to 128 token rows (tokens on the partitions, H on the free axis), after
+// qkv_cte.py:873-1100:
 //   1. DMA the rows in, cast to the compute dtype (bf16 for fp32 input);
 //   2. fused residual add, in column chunks, held in the compute dtype;
 //   3. RMS: sum of squares by the activation engine's reduce, rsqrt(sum / H_actual + eps);
@@ -15,8 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/qkv/config.h"
-#include "kernels/qkv/qkv.h"
+#include "kernels/common/front_end.h"
 #include "runtime/neuron_core.h"
 #include "runtime/tile.h"
 
@@ -25,7 +25,7 @@ namespace nkisim::kernels {
 class CtePrologue {
  public:
   // buffers: row tiles in flight. Allocates its SBUF and two PSUM banks.
-  CtePrologue(NeuronCore& core, const QkvConfig& cfg, const QkvParams& params, int buffers);
+  CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in, int buffers);
 
   // Issues the DMAs bringing token rows [r0, r0 + n) (n <= partitions) into buffer `slot`.
   void Load(int slot, int64_t r0, int64_t n);
@@ -50,8 +50,8 @@ class CtePrologue {
   // The dtype Transpose writes into x_t.
   DType transposed_dtype() const { return cfg_.matmul_input_dtype(); }
   // True when TransposeMx only quantizes (no PE work): MX with neither norm nor fused add.
-  static bool QuantizeOnly(const QkvConfig& cfg, const QkvParams& params) {
-    return cfg.mx() && cfg.norm == NormType::kNoNorm && !params.fused_residual_add;
+  static bool QuantizeOnly(const FrontEndConfig& cfg, const FrontEndInputs& in) {
+    return cfg.mx() && cfg.norm == NormType::kNoNorm && !in.residual_add();
   }
   bool quantize_only() const { return mx_direct_; }
 
@@ -68,8 +68,8 @@ class CtePrologue {
   bool mx_direct_ = false;  // MX with neither norm nor fused add: the quads come by DMA
   TensorView fused_hidden_;  // or invalid: no store
 
-  QkvConfig cfg_;
-  const QkvParams& params_;
+  FrontEndConfig cfg_;
+  FrontEndInputs in_;
   std::vector<Tile> rows_;       // [P, H] compute dtype, one per buffer
   std::vector<int64_t> r0_, n_;  // the rows each buffer holds
   Tile residual_[2];             // [P, chunk] compute dtype

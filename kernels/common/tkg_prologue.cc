@@ -1,4 +1,4 @@
-#include "kernels/qkv/tkg_prologue.h"
+#include "kernels/common/tkg_prologue.h"
 
 #include "kernels/common/tiling.h"
 #include "runtime/nisa/nisa.h"
@@ -10,9 +10,9 @@ using nisa::AluOp;
 
 // A [B, S, H] tensor as [P, B*S, L, H1s]; a [1, H] row as [P, L, H1s]. MX: as
 // [P', B*S, L, Q, 4] and [P', L, Q, 4] with element (p, t, c, q, j) = x[t, c*H/L + q*4P' + 4p + j]
-// (P' = QkvConfig::mx_tkg_partitions, P unless the shard is smaller):
+// (P' = FrontEndConfig::mx_tkg_partitions, P unless the shard is smaller):
 // each run of 4 is one x4 element of chunk q (the input's H already in packed order).
-TensorView PartitionMajor(const TensorView& t, const QkvConfig& cfg) {
+TensorView PartitionMajor(const TensorView& t, const FrontEndConfig& cfg) {
   if (cfg.mx()) {
     return t.reshape({cfg.tokens, cfg.lnc, cfg.mx_tkg_chunks(), cfg.mx_tkg_partitions(), 4})
         .permute({3, 0, 1, 2, 4});
@@ -20,7 +20,7 @@ TensorView PartitionMajor(const TensorView& t, const QkvConfig& cfg) {
   return t.reshape({cfg.tokens, cfg.lnc, cfg.partitions, cfg.shard_subtiles()})
       .permute({2, 0, 1, 3});
 }
-TensorView PartitionMajorRow(const TensorView& row, const QkvConfig& cfg) {
+TensorView PartitionMajorRow(const TensorView& row, const FrontEndConfig& cfg) {
   if (cfg.mx()) {
     return row.reshape({cfg.lnc, cfg.mx_tkg_chunks(), cfg.mx_tkg_partitions(), 4})
         .permute({2, 0, 1, 3});
@@ -29,7 +29,7 @@ TensorView PartitionMajorRow(const TensorView& row, const QkvConfig& cfg) {
 }
 
 // The shape of one core's matmul input: [P, B*S, H1s], or [P, B*S, Q, 4] for MX.
-Shape ShardShape(const QkvConfig& cfg) {
+Shape ShardShape(const FrontEndConfig& cfg) {
   if (cfg.mx()) return {cfg.mx_tkg_partitions(), cfg.tokens, cfg.mx_tkg_chunks(), 4};
   return {cfg.partitions, cfg.tokens, cfg.shard_subtiles()};
 }
@@ -37,7 +37,7 @@ Shape ShardShape(const QkvConfig& cfg) {
 // The tokens [t0, t1) and H chunks [c0, c1) one core loads.
 struct Slab {
   int64_t t0, t1, c0, c1;
-  TensorView Of(const TensorView& t, const QkvConfig& cfg) const {
+  TensorView Of(const TensorView& t, const FrontEndConfig& cfg) const {
     return PartitionMajor(t, cfg).slice(1, t0, t1).slice(2, c0, c1);
   }
 };
@@ -45,18 +45,18 @@ struct Slab {
 // Loads the slab in the input dtype (a casting DMA would move the wider dtype's bytes), adds the
 // residuals in fp32 with one rounding into the input dtype, and stores this core's part of
 // fused_hidden: chunk s of every token, or every chunk of its tokens when the norm splits them.
-Tile LoadHidden(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Slab& slab, int s,
+Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Slab& slab, int s,
                 bool split, const TensorView& fused_hidden) {
   const TensorView view = slab.Of(p.input, cfg);
   Tile x = core.AllocateSbuf("hidden", view.shape(), cfg.io_dtype);
   DmaInPieces(x, view, 1);
-  if (!p.fused_residual_add) return x;
+  if (!p.residual_add()) return x;
   Tile r = core.AllocateSbuf("residual", view.shape(), cfg.io_dtype);
-  DmaInPieces(r, slab.Of(p.mlp_prev, cfg), 1);
-  if (p.attention_prev.valid()) {
+  DmaInPieces(r, slab.Of(p.residual, cfg), 1);
+  if (p.residual2.valid()) {
     Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
     nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
-    DmaInPieces(r, slab.Of(p.attention_prev, cfg), 1);
+    DmaInPieces(r, slab.Of(p.residual2, cfg), 1);
     nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
   } else {  // one residual (the MLP's): one add
     nisa::tensor_tensor(x, x, r, AluOp::kAdd);
@@ -77,7 +77,7 @@ Tile PerToken(const Tile& column, int64_t f) {
 // RMS / LayerNorm of x [P, T, L, H1s] over all of H; returns [P, T, L, H1s] in the
 // compute dtype. Sums over H are a free-axis reduce per partition, then a matmul with an
 // all-ones [P, P] stationary that sums across the partitions and broadcasts the total.
-Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const Tile& x) {
+Tile Normalize(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Tile& x) {
   // x's partitions: all of them, or for MX with a small H shard the ones it fills.
   const int64_t np = x.partitions(), nt = x.free_shape()[0], f = cfg.h / np;
   const Tile xf = x.reshape({nt, f});
@@ -109,18 +109,18 @@ Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const
   ReciprocalStd(rstd, total, static_cast<float>(1.0 / divisor), eps);
   nisa::tensor_tensor(tmp, centered, PerToken(rstd, f), AluOp::kMultiply);
 
-  const TensorView gamma_view = PartitionMajorRow(p.gamma_norm_weights, cfg);
-  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), p.gamma_norm_weights.dtype());
+  const TensorView gamma_view = PartitionMajorRow(p.gamma, cfg);
+  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), p.gamma.dtype());
   nisa::dma_copy(gamma, gamma_view);
   Tile normed = core.AllocateSbuf("normed", x.shape(), cfg.compute_dtype);
   const Tile out = normed.reshape({nt, f});
   const Tile g = gamma.reshape({1, f}).broadcast(1, nt);
-  if (!p.layer_norm_bias.valid()) {
+  if (!p.beta.valid()) {
     nisa::tensor_tensor(out, tmp, g, AluOp::kMultiply);
     return normed;
   }
-  const TensorView beta_view = PartitionMajorRow(p.layer_norm_bias, cfg);
-  Tile beta = core.AllocateSbuf("beta", beta_view.shape(), p.layer_norm_bias.dtype());
+  const TensorView beta_view = PartitionMajorRow(p.beta, cfg);
+  Tile beta = core.AllocateSbuf("beta", beta_view.shape(), p.beta.dtype());
   nisa::dma_copy(beta, beta_view);
   nisa::tensor_tensor(tmp, tmp, g, AluOp::kMultiply);
   nisa::tensor_tensor(out, tmp, beta.reshape({1, f}).broadcast(1, nt), AluOp::kAdd);
@@ -129,7 +129,7 @@ Tile Normalize(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, const
 
 }  // namespace
 
-Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams& params,
+Tile TkgPrologue(const KernelContext& ctx, const FrontEndConfig& cfg, const FrontEndInputs& in,
                  const TensorView& fused_hidden) {
   const int s = ctx.prg_id;
   const bool norm = cfg.norm != NormType::kNoNorm, split = TkgSplitsNormTokens(cfg);
@@ -137,8 +137,8 @@ Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams
   const Slab slab{split && s == 1 ? half : 0, split && s == 0 ? half : tokens, norm ? 0 : s,
                   norm ? cfg.lnc : s + 1};
   NeuronCore& core = ctx.core;
-  const Tile x = LoadHidden(core, cfg, params, slab, s, split, fused_hidden);
-  if (norm && !split) return Normalize(core, cfg, params, x).select(2, s);
+  const Tile x = LoadHidden(core, cfg, in, slab, s, split, fused_hidden);
+  if (norm && !split) return Normalize(core, cfg, in, x).select(2, s);
   if (!norm && cfg.io_dtype == cfg.compute_dtype) return x.select(2, 0);
   Tile x_in = core.AllocateSbuf("x_in", ShardShape(cfg), cfg.compute_dtype);
   if (!norm) {
@@ -146,7 +146,7 @@ Tile TkgPrologue(const KernelContext& ctx, const QkvConfig& cfg, const QkvParams
     return x_in;
   }
   // Each core normalised half the tokens over all of H; swap the halves of each other's shard.
-  const Tile normed = Normalize(core, cfg, params, x);
+  const Tile normed = Normalize(core, cfg, in, x);
   nisa::tensor_copy(x_in.slice(1, slab.t0, slab.t1), normed.select(2, s));
   const int64_t p0 = s == 0 ? half : 0, p1 = s == 0 ? tokens : half;
   nisa::sendrecv(normed.select(2, 1 - s), x_in.slice(1, p0, p1));
