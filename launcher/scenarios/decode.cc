@@ -27,12 +27,9 @@
 #include "collectives/batch_shard.h"
 #include "collectives/collectives.h"
 #include "kernels/attention/attention_tkg.h"
-#include "kernels/common/residual_add.h"
-#include "kernels/mlp/mlp.h"
 #include "kernels/output_projection/output_projection_tkg.h"
 #include "kernels/qkv/qkv.h"
 #include "kernels/reference/attention_ref.h"
-#include "kernels/reference/mlp_ref.h"
 #include "kernels/reference/output_projection_ref.h"
 #include "kernels/reference/qkv_ref.h"
 #include "launcher/scenarios/workload.h"
@@ -224,17 +221,7 @@ PhaseOutput AllReducePhase(DecodeRank& r, DecodeState& st) {
 
 // 7. MLP TKG: x + attention stored as the residual stream, norm, gate / up / down -> [B, 1, H].
 PhaseOutput MlpPhase(DecodeRank& r, DecodeState& st) {
-  const kernels::MlpParams params = RankMlpParams(r.run, st.layer, st.attention_sum, st.x);
-  const kernels::MlpResult result = kernels::Mlp(r.lnc(), params);
-  st.mlp_partial = result.output;
-  st.fused_hidden = result.fused_hidden;
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  const reference::MlpGolden golden = reference::MlpReference(params);
-  PhaseOutput out{st.mlp_partial.ToFloats(), AsDoubles(golden.output), {}};
-  const std::vector<float> fused = st.fused_hidden.ToFloats();
-  out.actual.insert(out.actual.end(), fused.begin(), fused.end());
-  out.golden.insert(out.golden.end(), golden.fused_hidden.begin(), golden.fused_hidden.end());
-  return out;
+  return MlpLayerPhase(r.run, st.layer, st.attention_sum, st.x, &st.mlp_partial, &st.fused_hidden);
 }
 
 // 8. The TP sum of the MLP partials.
@@ -246,18 +233,13 @@ PhaseOutput MlpAllReducePhase(DecodeRank& r, DecodeState& st) {
 
 // 9. The layer's output: residual stream + MLP sum, on the rank's core (every rank holds it).
 PhaseOutput ResidualPhase(DecodeRank& r, DecodeState& st) {
-  st.out = TensorView::Create({r.b, 1, r.h}, r.dt, "layer_out");
-  const auto flat = [&](const TensorView& t) { return t.reshape({r.b, r.h}); };
-  kernels::ResidualAdd(r.lnc(), flat(st.fused_hidden), flat(st.mlp_sum), flat(st.out));
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  const std::vector<float> a = st.fused_hidden.ToFloats(), m = st.mlp_sum.ToFloats();
-  std::vector<double> golden(a.size());
-  for (size_t i = 0; i < a.size(); ++i) golden[i] = static_cast<double>(a[i]) + m[i];
-  std::vector<float> actual = st.out.ToFloats();
+  std::function<void(int64_t, const std::vector<float>&)> sample;
   if (LastLayer(r, st)) {
-    RecordLayerSample(r.run.result, r.run.plan.name, r.replica, st.step, r.b * r.h, 0, actual);
+    sample = [&r, step = st.step](int64_t first, const std::vector<float>& values) {
+      RecordLayerSample(r.run.result, r.run.plan.name, r.replica, step, r.b * r.h, first, values);
+    };
   }
-  return PhaseOutput{std::move(actual), std::move(golden), {}};
+  return ResidualLayerPhase(r.run, st.fused_hidden, st.mlp_sum, &st.out, sample);
 }
 
 struct DecodePhase {

@@ -22,13 +22,10 @@
 
 #include "collectives/collectives.h"
 #include "kernels/attention/attention_cte.h"
-#include "kernels/common/residual_add.h"
-#include "kernels/mlp/mlp.h"
 #include "kernels/output_projection/output_projection_cte.h"
 #include "kernels/qkv/qkv.h"
 #include "kernels/reference/causal_attention_ref.h"
 #include "kernels/reference/compare.h"
-#include "kernels/reference/mlp_ref.h"
 #include "kernels/reference/output_projection_ref.h"
 #include "kernels/reference/qkv_ref.h"
 #include "launcher/scenarios/workload.h"
@@ -192,17 +189,7 @@ PhaseOutput AllGatherPhase(PrefillRank& r, PrefillState& st) {
 
 // 5. MLP CTE: x + attention stored as the residual stream, norm, gate / up / down -> [B, S, H].
 PhaseOutput MlpPhase(PrefillRank& r, PrefillState& st) {
-  const kernels::MlpParams params = RankMlpParams(r.run, st.layer, st.attention_sum, st.x);
-  const kernels::MlpResult result = kernels::Mlp(r.lnc(), params);
-  st.mlp_partial = result.output;
-  st.fused_hidden = result.fused_hidden;
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  const reference::MlpGolden golden = reference::MlpReference(params);
-  PhaseOutput out{st.mlp_partial.ToFloats(), AsDoubles(golden.output), {}};
-  const std::vector<float> fused = st.fused_hidden.ToFloats();
-  out.actual.insert(out.actual.end(), fused.begin(), fused.end());
-  out.golden.insert(out.golden.end(), golden.fused_hidden.begin(), golden.fused_hidden.end());
-  return out;
+  return MlpLayerPhase(r.run, st.layer, st.attention_sum, st.x, &st.mlp_partial, &st.fused_hidden);
 }
 
 PhaseOutput MlpAllReducePhase(PrefillRank& r, PrefillState& st) {
@@ -217,23 +204,20 @@ PhaseOutput MlpAllGatherPhase(PrefillRank& r, PrefillState& st) {
   return GatherRows(r, st.scattered, &st.mlp_sum);
 }
 
-// 6. The layer's output: residual stream + MLP sum.
+// 6. The layer's output: residual stream + MLP sum. Every rank holds the whole output: each
+// records the samples of its 1 / tp of the rows.
 PhaseOutput ResidualPhase(PrefillRank& r, PrefillState& st) {
-  st.out = TensorView::Create({r.b, r.s_len, r.h}, r.dt, "layer_out");
-  const auto flat = [&](const TensorView& t) { return t.reshape({r.tokens(), r.h}); };
-  kernels::ResidualAdd(r.lnc(), flat(st.fused_hidden), flat(st.mlp_sum), flat(st.out));
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  const std::vector<float> a = st.fused_hidden.ToFloats(), m = st.mlp_sum.ToFloats();
-  std::vector<double> golden(a.size());
-  for (size_t i = 0; i < a.size(); ++i) golden[i] = static_cast<double>(a[i]) + m[i];
-  std::vector<float> actual = st.out.ToFloats();
+  std::function<void(int64_t, const std::vector<float>&)> sample;
   if (LastLayer(r, st)) {
-    // Every rank holds the whole output: each records its 1 / tp of the rows.
-    const int64_t n = r.tokens() * r.h, per = n / r.run.plan.tp, first = r.tp().position * per;
-    RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, n, first,
-                      std::vector<float>(actual.begin() + first, actual.begin() + first + per));
+    const int64_t n = r.tokens() * r.h, per = n / r.run.plan.tp, mine = r.tp().position * per;
+    sample = [&r, n, per, mine](int64_t first, const std::vector<float>& values) {
+      const int64_t lo = std::max(first, mine), hi = std::min<int64_t>(first + values.size(), mine + per);
+      if (lo >= hi) return;
+      RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, n, lo,
+                        std::vector<float>(values.begin() + (lo - first), values.begin() + (hi - first)));
+    };
   }
-  return PhaseOutput{std::move(actual), std::move(golden), {}};
+  return ResidualLayerPhase(r.run, st.fused_hidden, st.mlp_sum, &st.out, sample);
 }
 
 struct PrefillPhase {

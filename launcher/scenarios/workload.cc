@@ -3,8 +3,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "collectives/collectives.h"
+#include "kernels/common/residual_add.h"
+#include "kernels/reference/mlp_ref.h"
 #include "runtime/error.h"
 #include "runtime/nisa/dma.h"
 
@@ -149,6 +152,85 @@ kernels::MlpParams RankMlpParams(const PlanRun& run, int layer, const TensorView
                  : m.activation() == "relu" ? kernels::MlpActivation::kRelu
                                             : kernels::MlpActivation::kSilu;
   return p;
+}
+
+namespace {
+
+// Token rows checked at a time: [128, H] of floats and doubles, 12 MiB at H 8192, so a 2048-token
+// prefill never holds its output and golden whole (64 + 128 MiB a rank).
+constexpr int64_t kCheckRows = 128;
+
+// Rows [r0, r1) of a [.., H] tensor as [1, r1 - r0, H].
+TensorView RowsOf(const TensorView& t, int64_t r0, int64_t r1) {
+  const int64_t h = t.shape().back();
+  return t.reshape({t.numel() / h, h}).slice(0, r0, r1).reshape({1, r1 - r0, h});
+}
+
+// fp64 sum of two tensors' stored values, element by element.
+std::vector<double> SumOf(const TensorView& a, const TensorView& b) {
+  const std::vector<float> x = a.ToFloats(), y = b.ToFloats();
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i]) + y[i];
+  return out;
+}
+
+}  // namespace
+
+PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
+                          const TensorView& layer_input, TensorView* partial,
+                          TensorView* fused_hidden) {
+  const kernels::MlpParams params = RankMlpParams(run, layer, attention_sum, layer_input);
+  const kernels::MlpResult result = kernels::Mlp(run.ctx.lnc(), params);
+  *partial = result.output;
+  *fused_hidden = result.fused_hidden;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  // The output, then the residual stream, checked a block of token rows at a time (the MLP is
+  // row-wise, so a block's golden needs only its rows).
+  PhaseOutput out;
+  out.check = [params, output = *partial, fused = *fused_hidden](const reference::Tolerance& tol) {
+    const int64_t h = output.shape().back(), rows = output.numel() / h;
+    reference::StreamingCompare compare(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      kernels::MlpParams block = params;
+      block.hidden = RowsOf(params.hidden, r0, r1);
+      block.residual = RowsOf(params.residual, r0, r1);
+      const reference::MlpGolden golden = reference::MlpReference(block);
+      const std::vector<float> actual = RowsOf(output, r0, r1).ToFloats();
+      compare.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const std::vector<double> golden = SumOf(RowsOf(params.hidden, r0, r1), RowsOf(params.residual, r0, r1));
+      const std::vector<float> actual = RowsOf(fused, r0, r1).ToFloats();
+      compare.Add((rows + r0) * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+    }
+    return compare.Finish();
+  };
+  return out;
+}
+
+PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
+                               const TensorView& mlp_sum, TensorView* out,
+                               const std::function<void(int64_t, const std::vector<float>&)>& sample) {
+  const int64_t h = fused_hidden.shape().back(), rows = fused_hidden.numel() / h;
+  *out = TensorView::Create(fused_hidden.shape(), fused_hidden.dtype(), "layer_out");
+  kernels::ResidualAdd(run.ctx.lnc(), fused_hidden.reshape({rows, h}), mlp_sum.reshape({rows, h}),
+                       out->reshape({rows, h}));
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  PhaseOutput check;
+  check.check = [fused_hidden, mlp_sum, result = *out, sample, rows, h](const reference::Tolerance& tol) {
+    reference::StreamingCompare compare(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const std::vector<double> golden = SumOf(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
+      const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
+      compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+      if (sample) sample(r0 * h, actual);
+    }
+    return compare.Finish();
+  };
+  return check;
 }
 
 CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,

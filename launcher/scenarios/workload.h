@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -88,6 +89,19 @@ kernels::QkvParams RankQkvParams(const PlanRun& run, int layer, const TensorView
 // rank's I / tp columns.
 kernels::MlpParams RankMlpParams(const PlanRun& run, int layer, const TensorView& attention_sum,
                                  const TensorView& layer_input);
+
+// The MLP phase of layer `layer`: the MLP kernel on the attention block's TP sum and the layer's
+// input; *partial receives the rank's partial output, *fused_hidden the residual stream (their
+// sum); both are checked against the fp64 golden (reference/mlp_ref.h).
+PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
+                          const TensorView& layer_input, TensorView* partial,
+                          TensorView* fused_hidden);
+// The residual phase: *out = fused_hidden + mlp_sum (a new tensor of their shape) on the rank's
+// core, checked against the fp64 sum a block of token rows at a time; `sample`, when given, sees
+// each checked block (its first flat index and values) to record the layer output.
+PhaseOutput ResidualLayerPhase(
+    PlanRun& run, const TensorView& fused_hidden, const TensorView& mlp_sum, TensorView* out,
+    const std::function<void(int64_t, const std::vector<float>&)>& sample = nullptr);
 
 // "qkv" for one layer and one step; "qkv.L2" for layer 2 of several; "qkv.L2[3]" at step 3.
 std::string PhaseName(const char* phase, int layer, int layers, int step, int steps);
