@@ -14,9 +14,14 @@ namespace {
 // HBM, c chosen so a core's pieces number about as many as its DMA queues (one queue alone
 // moves a 128 KiB load in 4.8 us; the core's HBM port takes it in 0.36 us), at least 64 elements
 // a partition so a DMA's fixed cost stays a fraction of its bytes.
+// At most 1024 elements a partition, so the two waves of tiles in flight (2 x 8 pieces x two
+// inputs and the sums) stay within a sixth of the SBUF whatever the size (S 2048 x H 8192 per
+// rank would otherwise ask for pieces of 8 KiB a partition, 256 KiB in flight).
+constexpr int64_t kMaxPieceColumns = 1024;
+
 int64_t PieceColumns(const HardwareProfile& p, int64_t elements) {
   const int64_t per_wave = std::max<int64_t>(1, p.dma_queues()) * p.partitions();
-  return std::max<int64_t>(64, (elements + per_wave - 1) / per_wave);
+  return std::clamp<int64_t>((elements + per_wave - 1) / per_wave, 64, kMaxPieceColumns);
 }
 
 void Check(const TensorView& a, const TensorView& b, const TensorView& out) {
