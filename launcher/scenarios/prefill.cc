@@ -146,6 +146,7 @@ PhaseOutput AllReducePhase(PrefillRank& r, PrefillState& st) {
   CheckedSum sum = TpAllReduce(r.run, st.partial, "o_proj_total", !r.mlp && LastLayer(r, st), 0);
   st.attention_sum = sum.total;
   st.out = sum.total;
+  st.partial = TensorView();  // summed and checked: its 32 MiB a rank (S 2048, H 8192) go back
   return std::move(sum.output);
 }
 
@@ -181,7 +182,9 @@ PhaseOutput GatherRows(PrefillRank& r, const TensorView& scattered, TensorView* 
 }
 
 PhaseOutput ReduceScatterPhase(PrefillRank& r, PrefillState& st) {
-  return ScatterRows(r, st.partial, "o_proj_scattered", !r.mlp && LastLayer(r, st), &st.scattered);
+  PhaseOutput out = ScatterRows(r, st.partial, "o_proj_scattered", !r.mlp && LastLayer(r, st), &st.scattered);
+  st.partial = TensorView();
+  return out;
 }
 PhaseOutput AllGatherPhase(PrefillRank& r, PrefillState& st) {
   return GatherRows(r, st.scattered, &st.attention_sum);
@@ -195,10 +198,13 @@ PhaseOutput MlpPhase(PrefillRank& r, PrefillState& st) {
 PhaseOutput MlpAllReducePhase(PrefillRank& r, PrefillState& st) {
   CheckedSum sum = TpAllReduce(r.run, st.mlp_partial, "mlp_total", false, 0);
   st.mlp_sum = sum.total;
+  st.mlp_partial = st.attention_sum = TensorView();  // no later phase reads them
   return std::move(sum.output);
 }
 PhaseOutput MlpReduceScatterPhase(PrefillRank& r, PrefillState& st) {
-  return ScatterRows(r, st.mlp_partial, "mlp_scattered", false, &st.scattered);
+  PhaseOutput out = ScatterRows(r, st.mlp_partial, "mlp_scattered", false, &st.scattered);
+  st.mlp_partial = st.attention_sum = TensorView();
+  return out;
 }
 PhaseOutput MlpAllGatherPhase(PrefillRank& r, PrefillState& st) {
   return GatherRows(r, st.scattered, &st.mlp_sum);
