@@ -1,0 +1,112 @@
+// The text and JSON output of `nkisim predict` (launcher/predict/predict.h).
+#include <nlohmann/json.hpp>
+
+#include "launcher/predict/predict.h"
+#include "runtime/error.h"
+
+namespace nkisim::launcher {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string PhaseLine(const std::vector<PhaseTime>& phases, int layers) {
+  std::string out;
+  double sum = 0;
+  for (const PhaseTime& p : phases) {
+    out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", p.phase.c_str(), p.us, layers,
+                     p.us * layers / 1000.0);
+    sum += p.us;
+  }
+  out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", "layer", sum, layers,
+                   sum * layers / 1000.0);
+  return out;
+}
+
+std::string Verdict(const PlanPrediction& p) {
+  if (p.fits) {
+    return StrPrintf("fits (%.1f%%, %.2f GiB free)", 100.0 * p.hbm_bytes / p.hbm_capacity,
+                     (p.hbm_capacity - p.hbm_bytes) / kGiB);
+  }
+  return StrPrintf("DOES NOT FIT: over by %.2f GiB (%.1f%% of capacity)",
+                   (p.hbm_bytes - p.hbm_capacity) / kGiB, 100.0 * p.hbm_bytes / p.hbm_capacity);
+}
+
+std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
+  const int L = r.model.layers;
+  std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d)%s\n", p.plan.name.c_str(), p.plan.tp,
+                              p.plan.attention_dp, p.plan.lnc, p.fits ? "" : "  [DOES NOT FIT HBM]");
+  out += StrPrintf("  TTFT %.2f ms: prefill %d layers x %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
+                   p.prefill_layer_ns / 1e6, p.lm_head_prefill_ns / 1e6);
+  out += StrPrintf("  TPOT %.3f ms: device %.3f ms (%d layers x %.3f ms mean over KV %d..%d + LM head "
+                   "%.3f ms) + host %.3f ms/step (profile host_ms_per_step)\n",
+                   p.tpot_ms, p.device_tpot_ms, L, p.decode_layer_mean_ns / 1e6, r.input_tokens,
+                   r.input_tokens + r.output_tokens - 1, p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
+  out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d)\n", p.tokens_per_s,
+                   p.tokens_per_s_instance, r.batch);
+  out += "  decode layer sampled at KV:";
+  for (const auto& [kv, ns] : p.samples) out += StrPrintf(" %d: %.3f us;", kv, ns / 1000.0);
+  out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
+  out += PhaseLine(p.decode_phases, L);
+  out += "  prefill per phase (one layer, simulated):\n" + PhaseLine(p.prefill_phases, L);
+  out += StrCat("  HBM per logical core: ", FormatHbmFootprint(p.layers_hbm),
+                StrPrintf("; + embedding / LM head share %.2f GiB = %.2f of %.2f GiB: ", p.embedding_bytes / kGiB,
+                          p.hbm_bytes / kGiB, p.hbm_capacity / kGiB),
+                Verdict(p), "\n");
+  return out;
+}
+
+}  // namespace
+
+std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
+  const HfModel& m = r.model;
+  std::string out = StrPrintf(
+      "nkisim predict %s: %s, H %d, I %d, %d layers, %d Q / %d KV heads, d %d, vocab %lld; batch %d, "
+      "%d tokens in, %d out; profile %s\n",
+      m.source.c_str(), m.architecture.c_str(), m.hidden, m.intermediate, m.layers, m.n_q_heads, m.n_kv_heads,
+      m.head_dim, static_cast<long long>(m.vocab), r.batch, r.input_tokens, r.output_tokens,
+      r.profile_path.empty() ? "trn2 (built-in)" : r.profile_path.c_str());
+  for (const PlanPrediction& p : preds) out += FormatPlan(r, p);
+  out += StrPrintf("\n%-16s %12s %12s %12s %12s %12s  %s\n", "plan", "TTFT (ms)", "TPOT (ms)", "tok/s/req",
+                   "tok/s/inst", "HBM (GiB)", "verdict");
+  for (const PlanPrediction& p : preds) {
+    out += StrPrintf("%-16s %12.2f %12.3f %12.1f %12.1f %12.2f  %s\n", p.plan.name.c_str(), p.ttft_ms, p.tpot_ms,
+                     p.tokens_per_s, p.tokens_per_s_instance, p.hbm_bytes / kGiB, p.fits ? "fits" : "does not fit");
+  }
+  return out;
+}
+
+std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
+  nlohmann::json plans = nlohmann::json::array();
+  for (const PlanPrediction& p : preds) {
+    nlohmann::json decode, prefill;
+    for (const PhaseTime& t : p.decode_phases) decode[t.phase] = t.us;
+    for (const PhaseTime& t : p.prefill_phases) prefill[t.phase] = t.us;
+    plans.push_back({{"name", p.plan.name},
+                     {"tp", p.plan.tp},
+                     {"attention_dp", p.plan.attention_dp},
+                     {"lnc", p.plan.lnc},
+                     {"ttft_ms", p.ttft_ms},
+                     {"tpot_ms", p.tpot_ms},
+                     {"device_tpot_ms", p.device_tpot_ms},
+                     {"host_ms_per_step", p.host_ms_per_step},
+                     {"tokens_per_s", p.tokens_per_s},
+                     {"tokens_per_s_per_instance", p.tokens_per_s_instance},
+                     {"hbm_bytes_per_rank", p.hbm_bytes},
+                     {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
+                     {"fits", p.fits},
+                     {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
+                     {"decode_layer_phases_us", decode},
+                     {"decode_phases_kv_length", p.decode_phases_kv},
+                     {"prefill_layer_phases_us", prefill}});
+  }
+  const nlohmann::json doc = {{"model", r.model.source},
+                              {"architecture", r.model.architecture},
+                              {"layers", r.model.layers},
+                              {"batch", r.batch},
+                              {"input_tokens", r.input_tokens},
+                              {"output_tokens", r.output_tokens},
+                              {"plans", plans}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace nkisim::launcher
