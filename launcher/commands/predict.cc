@@ -35,6 +35,9 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--decode-samples", o->request.decode_samples,
                   "KV lengths simulated for the TPOT, interpolated in between")
       ->capture_default_str();
+  cmd->add_option("--max-prefill-chunk", o->request.max_prefill_chunk,
+                  "longest prefill chunk simulated; a longer prompt is prefilled in chunks")
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "write the predictions as JSON here");
   AddCommonOptions(cmd, &o->common, kProfileFlag, {});
   cmd->callback([o, exit_code] {

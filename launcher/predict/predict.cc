@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "kernels/attention/attention_cte.h"
 #include "launcher/predict/timing_job.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "runtime/error.h"
@@ -33,10 +34,29 @@ ResolvedScenario Resolve(const proto::Scenario& s, const std::string& source) {
   return ResolveScenario(text, source);
 }
 
-std::vector<PhaseTime> Phases(const proto::ScenarioSummary& s) {
-  std::vector<PhaseTime> out;
-  for (const proto::PhaseSummary& p : s.phases()) out.push_back({p.phase(), p.sim_ns() / 1000.0});
-  return out;
+// One simulated decode job of two layers (one when the model has one): the first layer and the second,
+// whose QKV weight loads start while the first's residual runs, as every later layer's do
+// (tests/launcher/layer_e2e_test.cc: layers 2, 3, ... take identical times). The stack of L
+// layers then takes first + (L - 1) x steady, which the tests check against a `layers: k` run.
+struct LayerTimes {
+  double first_ns = 0, steady_ns = 0;
+  std::vector<PhaseTime> phases;  // the steady layer's (the first's for a one-layer model)
+  double Stack(int layers) const { return first_ns + (layers - 1) * steady_ns; }
+};
+
+LayerTimes Layers(const proto::ScenarioSummary& s) {
+  LayerTimes t;
+  const bool two = s.layers() >= 2;
+  for (const proto::PhaseSummary& p : s.phases()) {
+    const std::string& name = p.phase();
+    const size_t dot = name.rfind(".L");
+    const std::string layer = dot == std::string::npos ? ".L1" : name.substr(dot);
+    if (layer == ".L1") t.first_ns += p.sim_ns();
+    if (layer == ".L2") t.steady_ns += p.sim_ns();
+    if (layer == (two ? ".L2" : ".L1")) t.phases.push_back({name.substr(0, dot), p.sim_ns() / 1000.0});
+  }
+  if (!two) t.steady_ns = t.first_ns;
+  return t;
 }
 
 // The vocab-parallel LM head of `rows` rows (each rank multiplies [rows, H] by its [H, V / tp]
@@ -64,6 +84,9 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
   if (r.output_tokens <= 0) p.push_back(StrCat("--output-tokens: ", r.output_tokens, ": must be >= 1"));
   if (r.instances <= 0) p.push_back(StrCat("--instances: ", r.instances, ": must be >= 1"));
   if (r.decode_samples < 2) p.push_back(StrCat("--decode-samples: ", r.decode_samples, ": must be >= 2"));
+  if (r.max_prefill_chunk < 1) {
+    p.push_back(StrCat("--max-prefill-chunk: ", r.max_prefill_chunk, ": must be >= 1"));
+  }
   const int64_t context = int64_t{r.input_tokens} + r.output_tokens;
   if (r.model.max_positions > 0 && context > r.model.max_positions) {
     p.push_back(StrCat("--input-tokens + --output-tokens: ", context, ": must be <= the model's ",
@@ -83,16 +106,40 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
   return p;
 }
 
+// A prefill longer than the attention CTE holds runs in k chunks of C = ceil(S / k) tokens.
+struct Chunks {
+  int count = 1, tokens = 0;
+};
+
+Chunks PrefillChunks(const PredictRequest& r) {
+  const HardwareProfile hw = r.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(r.profile_path);
+  const int64_t max_s = std::min<int64_t>(r.max_prefill_chunk, kernels::AttentionCteMaxSeqLen(hw, DType::kBFloat16));
+  Chunks c;
+  c.count = static_cast<int>((r.input_tokens + max_s - 1) / max_s);
+  c.tokens = (r.input_tokens + c.count - 1) / c.count;
+  return c;
+}
+
 struct PlanScenarios {
-  ResolvedScenario prefill;
+  Chunks chunks;
+  ResolvedScenario prefill;  // one chunk
   std::vector<ResolvedScenario> decode;  // one per sampled KV length
 };
 
 PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
-  PlanScenarios s{Resolve(LayerScenario(r, plan, true, r.input_tokens), r.model.source + " (prefill)"),
+  const int layers = std::min(2, r.model.layers);
+  const Chunks chunks = PrefillChunks(r);
+  // The prefill's layers take identical times (no phase overlaps the layer before it, unlike the
+  // decode's QKV), so one is simulated: tests/launcher/predict_e2e_test.cc checks L x one against
+  // a `layers: L` run.
+  PlanScenarios s{chunks, Resolve(LayerScenario(r, plan, true, chunks.tokens, 1), r.model.source + " (prefill)"),
                   {}};
+  // The first sampled length with two layers (first and steady layer), the others with one: the
+  // steady layer's saving is the QKV's overlap with the residual before it, neither of which
+  // reads the cache, so it is the same at every KV length.
   for (int kv : DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples)) {
-    s.decode.push_back(Resolve(LayerScenario(r, plan, false, kv), r.model.source + " (decode)"));
+    const int n = s.decode.empty() ? layers : 1;
+    s.decode.push_back(Resolve(LayerScenario(r, plan, false, kv, n), r.model.source + " (decode)"));
   }
   return s;
 }
@@ -113,24 +160,37 @@ void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPredic
 PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan, const PlanScenarios& s) {
   PlanPrediction out;
   out.plan = plan;
-  const proto::RunReport prefill = RunTimingJob(s.prefill);
-  out.prefill_layer_ns = prefill.scenarios(0).step_sim_ns();
-  out.prefill_phases = Phases(prefill.scenarios(0));
+  const int L = r.model.layers;
+  const LayerTimes prefill = Layers(RunTimingJob(s.prefill).scenarios(0));
+  // k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before
+  // it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
+  // one chunk's, of which the k simulated chunks hold k.
+  const int k = s.chunks.count;
+  double attention_us = 0;
+  for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
+  out.prefill_chunks = k;
+  out.prefill_chunk_tokens = s.chunks.tokens;
+  out.prefill_stack_ns = k * prefill.Stack(L) + double(k) * (k - 1) * attention_us * 1000.0 * L;
+  out.prefill_phases = prefill.phases;
+  double saving_ns = 0;  // first - steady layer, from the two-layer sample
   for (size_t i = 0; i < s.decode.size(); ++i) {
-    const proto::RunReport d = RunTimingJob(s.decode[i]);
+    LayerTimes d = Layers(RunTimingJob(s.decode[i]).scenarios(0));
     const int kv = static_cast<int>(s.decode[i].spec.kv_length());
-    out.samples.emplace_back(kv, d.scenarios(0).step_sim_ns());
-    if (i == s.decode.size() / 2) {
-      out.decode_phases = Phases(d.scenarios(0));
+    if (i == 0) {
+      saving_ns = d.first_ns - d.steady_ns;
+      out.decode_phases = d.phases;
       out.decode_phases_kv = kv;
+    } else {
+      d.steady_ns = d.first_ns - saving_ns;
     }
+    out.samples.emplace_back(kv, d.Stack(L));
   }
   const HardwareProfile& hw = s.prefill.profile;
-  out.decode_layer_mean_ns = MeanInterpolated(out.samples, r.input_tokens, r.output_tokens);
+  out.decode_stack_mean_ns = MeanInterpolated(out.samples, r.input_tokens, r.output_tokens);
   out.lm_head_prefill_ns = LmHeadNs(r, plan, hw, r.batch);
   out.lm_head_decode_ns = LmHeadNs(r, plan, hw, r.batch);
-  out.ttft_ms = (r.model.layers * out.prefill_layer_ns + out.lm_head_prefill_ns) / 1e6;
-  out.device_tpot_ms = (r.model.layers * out.decode_layer_mean_ns + out.lm_head_decode_ns) / 1e6;
+  out.ttft_ms = (out.prefill_stack_ns + out.lm_head_prefill_ns) / 1e6;
+  out.device_tpot_ms = (out.decode_stack_mean_ns + out.lm_head_decode_ns) / 1e6;
   out.host_ms_per_step = hw.host_ms_per_step();
   out.tpot_ms = out.device_tpot_ms + out.host_ms_per_step;
   out.tokens_per_s = 1000.0 / out.tpot_ms;

@@ -1,13 +1,19 @@
 // `nkisim predict`: time to first token, time per output token and HBM of a whole model under
 // each plan (docs/predict.md). One decoder layer at the model's real shapes is simulated
 // timing-only (RunTimingJob: the phase table of `nkisim run`, ranks as threads) and multiplied by
-// num_hidden_layers:
-//   * TTFT = layers x the prefill layer of S tokens + the LM head of the last token's B rows;
-//   * TPOT = layers x the mean decode layer over the N steps (KV lengths S .. S+N-1, computed from
+// num_hidden_layers (decode: two layers simulated, the stack of L takes layer 1 + (L - 1) x layer 2;
+// prefill: one, its layers take identical times):
+//   * TTFT = the L prefill layers of S tokens + the LM head of the last token's B rows;
+//   * TPOT = the L decode layers, mean over the N steps (KV lengths S .. S+N-1, computed from
 //     a few sampled lengths by linear interpolation) + the LM head of B rows
 //     + the profile's host_ms_per_step (reported apart);
 //   * HBM per logical core = the footprint of all layers at S+N tokens (footprint.h) + the rank's
 //     share of the embedding and the LM head (vocab-parallel, V / tp rows each).
+// A prompt longer than the attention CTE holds (kernels::AttentionCteMaxSeqLen: 9557 in bf16 on
+// trn2) is prefilled in k = ceil(S / max) chunks of C = ceil(S / k) tokens: each chunk is the
+// simulated prefill of C tokens, and the attention of chunk j over the j x C keys before it is
+// priced from the simulated chunk's attention by its quadratic growth (k chunks' causal attention
+// = k^2 x one chunk's); an estimate, not simulated (no kernel attends a prefix cache).
 // The LM head and the cross-rank argmax of on-device sampling are a roofline estimate from the
 // profile (not simulated); the embedding gather, the final norm and sampling itself are not
 // modeled (each well under 0.1% of a step at the shipped shapes).
@@ -40,7 +46,10 @@ struct PredictRequest {
   int batch = 1;
   int input_tokens = 0;   // S
   int output_tokens = 0;  // N
-  int decode_samples = 5; // KV lengths simulated for the TPOT (at most N)
+  int decode_samples = 2; // KV lengths simulated for the TPOT (at most N): S and S + N - 1 by default
+  // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
+  // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
+  int max_prefill_chunk = 1024;
 };
 
 struct PhaseTime {
@@ -50,12 +59,13 @@ struct PhaseTime {
 
 struct PlanPrediction {
   PredictPlan plan;
-  std::vector<PhaseTime> prefill_phases;         // one layer
-  std::vector<PhaseTime> decode_phases;          // one layer, at the middle sampled KV length
+  std::vector<PhaseTime> prefill_phases;         // one (steady) layer
+  std::vector<PhaseTime> decode_phases;          // one (steady) layer, at KV length S
   int decode_phases_kv = 0;                      // that KV length
-  std::vector<std::pair<int, double>> samples;   // (KV length, one decode layer in ns)
-  double prefill_layer_ns = 0;
-  double decode_layer_mean_ns = 0;               // over the N steps (interpolated)
+  std::vector<std::pair<int, double>> samples;   // (KV length, the L decode layers in ns)
+  double prefill_stack_ns = 0;                   // the L layers of the prefill (all chunks)
+  int prefill_chunks = 1, prefill_chunk_tokens = 0;  // S > the attention CTE's limit: k chunks of C
+  double decode_stack_mean_ns = 0;               // the L decode layers, mean over the N steps
   double lm_head_prefill_ns = 0, lm_head_decode_ns = 0;  // incl. the cross-rank argmax
   double ttft_ms = 0, device_tpot_ms = 0, host_ms_per_step = 0, tpot_ms = 0;
   double tokens_per_s = 0;               // per request

@@ -9,6 +9,8 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
+// A steady layer's phases, each also times the L layers (the first layer's QKV is slightly
+// longer: the stack's total is in the TTFT / TPOT line).
 std::string PhaseLine(const std::vector<PhaseTime>& phases, int layers) {
   std::string out;
   double sum = 0;
@@ -35,16 +37,21 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const int L = r.model.layers;
   std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d)%s\n", p.plan.name.c_str(), p.plan.tp,
                               p.plan.attention_dp, p.plan.lnc, p.fits ? "" : "  [DOES NOT FIT HBM]");
-  out += StrPrintf("  TTFT %.2f ms: prefill %d layers x %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
-                   p.prefill_layer_ns / 1e6, p.lm_head_prefill_ns / 1e6);
-  out += StrPrintf("  TPOT %.3f ms: device %.3f ms (%d layers x %.3f ms mean over KV %d..%d + LM head "
+  out += StrPrintf("  TTFT %.2f ms: prefill of %d layers %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
+                   p.prefill_stack_ns / 1e6, p.lm_head_prefill_ns / 1e6);
+  if (p.prefill_chunks > 1) {
+    out += StrPrintf("    (in %d chunks of %d tokens, --max-prefill-chunk %d and the attention CTE's limit; "
+                     "each chunk's attention over the earlier chunks' keys estimated, not simulated)\n",
+                     p.prefill_chunks, p.prefill_chunk_tokens, r.max_prefill_chunk);
+  }
+  out += StrPrintf("  TPOT %.3f ms: device %.3f ms (%d layers %.3f ms, mean over KV %d..%d, + LM head "
                    "%.3f ms) + host %.3f ms/step (profile host_ms_per_step)\n",
-                   p.tpot_ms, p.device_tpot_ms, L, p.decode_layer_mean_ns / 1e6, r.input_tokens,
+                   p.tpot_ms, p.device_tpot_ms, L, p.decode_stack_mean_ns / 1e6, r.input_tokens,
                    r.input_tokens + r.output_tokens - 1, p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
   out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d)\n", p.tokens_per_s,
                    p.tokens_per_s_instance, r.batch);
-  out += "  decode layer sampled at KV:";
-  for (const auto& [kv, ns] : p.samples) out += StrPrintf(" %d: %.3f us;", kv, ns / 1000.0);
+  out += "  decode layers sampled at KV:";
+  for (const auto& [kv, ns] : p.samples) out += StrPrintf(" %d: %.3f ms;", kv, ns / 1e6);
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
   out += PhaseLine(p.decode_phases, L);
   out += "  prefill per phase (one layer, simulated):\n" + PhaseLine(p.prefill_phases, L);
@@ -78,7 +85,8 @@ std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPre
 std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
   nlohmann::json plans = nlohmann::json::array();
   for (const PlanPrediction& p : preds) {
-    nlohmann::json decode, prefill;
+    nlohmann::json decode, prefill, samples = nlohmann::json::array();
+    for (const auto& [kv, ns] : p.samples) samples.push_back({{"kv_length", kv}, {"layers_ns", ns}});
     for (const PhaseTime& t : p.decode_phases) decode[t.phase] = t.us;
     for (const PhaseTime& t : p.prefill_phases) prefill[t.phase] = t.us;
     plans.push_back({{"name", p.plan.name},
@@ -95,6 +103,14 @@ std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPredi
                      {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
                      {"fits", p.fits},
                      {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
+                     {"lm_head_prefill_ms", p.lm_head_prefill_ns / 1e6},
+                     {"prefill_layers_ns", p.prefill_stack_ns},
+                     {"prefill_chunks", p.prefill_chunks},
+                     {"prefill_chunk_tokens", p.prefill_chunk_tokens},
+                     {"decode_layers_mean_ns", p.decode_stack_mean_ns},
+                     {"decode_samples", samples},
+                     {"embedding_bytes_per_rank", p.embedding_bytes},
+                     {"hbm_layers_bytes_per_rank", p.layers_hbm.total()},
                      {"decode_layer_phases_us", decode},
                      {"decode_phases_kv_length", p.decode_phases_kv},
                      {"prefill_layer_phases_us", prefill}});
