@@ -127,7 +127,6 @@ struct PlanScenarios {
 };
 
 PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
-  const int layers = std::min(2, r.model.layers);
   const Chunks chunks = PrefillChunks(r);
   // The prefill's layers take identical times (no phase overlaps the layer before it, unlike the
   // decode's QKV), so one is simulated: tests/launcher/predict_e2e_test.cc checks L x one against
@@ -138,7 +137,7 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   // steady layer's saving is the QKV's overlap with the residual before it, neither of which
   // reads the cache, so it is the same at every KV length.
   for (int kv : DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples)) {
-    const int n = s.decode.empty() ? layers : 1;
+    const int n = s.decode.empty() ? 2 : 1;
     s.decode.push_back(Resolve(LayerScenario(r, plan, false, kv, n), r.model.source + " (decode)"));
   }
   return s;
@@ -157,36 +156,44 @@ void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPredic
   out.fits = out.hbm_bytes <= out.hbm_capacity;
 }
 
-PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan, const PlanScenarios& s) {
-  PlanPrediction out;
-  out.plan = plan;
-  const int L = r.model.layers;
+// k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before
+// it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
+// one chunk's, of which the k simulated chunks hold k.
+void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
   const LayerTimes prefill = Layers(RunTimingJob(s.prefill).scenarios(0));
-  // k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before
-  // it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
-  // one chunk's, of which the k simulated chunks hold k.
-  const int k = s.chunks.count;
+  const int k = s.chunks.count, L = r.model.layers;
   double attention_us = 0;
   for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
   out.prefill_chunks = k;
   out.prefill_chunk_tokens = s.chunks.tokens;
   out.prefill_stack_ns = k * prefill.Stack(L) + double(k) * (k - 1) * attention_us * 1000.0 * L;
   out.prefill_phases = prefill.phases;
+}
+
+// The N steps as one back-to-back run (`steps: N`) times them: step 0's first layer is the
+// only one whose QKV does not overlap a residual before it, every other layer is steady. So the
+// mean step is L x the mean steady layer over KV S .. S+N-1 plus the first layer's extra / N.
+void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
   double saving_ns = 0;  // first - steady layer, from the two-layer sample
   for (size_t i = 0; i < s.decode.size(); ++i) {
-    LayerTimes d = Layers(RunTimingJob(s.decode[i]).scenarios(0));
+    const LayerTimes d = Layers(RunTimingJob(s.decode[i]).scenarios(0));
     const int kv = static_cast<int>(s.decode[i].spec.kv_length());
     if (i == 0) {
       saving_ns = d.first_ns - d.steady_ns;
       out.decode_phases = d.phases;
       out.decode_phases_kv = kv;
-    } else {
-      d.steady_ns = d.first_ns - saving_ns;
     }
-    out.samples.emplace_back(kv, d.Stack(L));
+    out.samples.emplace_back(kv, r.model.layers * (d.first_ns - saving_ns));
   }
+  out.decode_stack_mean_ns =
+      MeanInterpolated(out.samples, r.input_tokens, r.output_tokens) + saving_ns / r.output_tokens;
+}
+
+void PredictTimes(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
+  PredictPrefill(r, s, out);
+  PredictDecode(r, s, out);
   const HardwareProfile& hw = s.prefill.profile;
-  out.decode_stack_mean_ns = MeanInterpolated(out.samples, r.input_tokens, r.output_tokens);
+  const PredictPlan& plan = out.plan;
   out.lm_head_prefill_ns = LmHeadNs(r, plan, hw, r.batch);
   out.lm_head_decode_ns = LmHeadNs(r, plan, hw, r.batch);
   out.ttft_ms = (out.prefill_stack_ns + out.lm_head_prefill_ns) / 1e6;
@@ -197,7 +204,21 @@ PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan
   const int per_instance = static_cast<int>(hw.physical_cores_per_chip() / plan.lnc * hw.chips_per_instance());
   const double instances = std::max(1.0, std::ceil(static_cast<double>(plan.tp) / per_instance));
   out.tokens_per_s_instance = out.tokens_per_s * r.batch / instances;
+}
+
+// The HBM verdict first; then the times. A plan that does not fit HBM and whose layer the
+// kernels cannot run either (their SBUF tiles) keeps its verdict and the error instead of times.
+PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan, const PlanScenarios& s) {
+  PlanPrediction out;
+  out.plan = plan;
   FillHbm(r, s.decode.front(), out);
+  try {
+    PredictTimes(r, s, out);
+    out.simulated = true;
+  } catch (const Error& e) {
+    if (out.fits) throw;
+    out.error = e.what();
+  }
   return out;
 }
 

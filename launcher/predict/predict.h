@@ -1,11 +1,11 @@
 // `nkisim predict`: time to first token, time per output token and HBM of a whole model under
 // each plan (docs/predict.md). One decoder layer at the model's real shapes is simulated
 // timing-only (RunTimingJob: the phase table of `nkisim run`, ranks as threads) and multiplied by
-// num_hidden_layers (decode: two layers simulated, the stack of L takes layer 1 + (L - 1) x layer 2;
-// prefill: one, its layers take identical times):
+// num_hidden_layers (decode: two layers simulated at S, from layer 2 on a layer is "steady": its
+// QKV overlaps the residual before it; prefill: one, its layers take identical times):
 //   * TTFT = the L prefill layers of S tokens + the LM head of the last token's B rows;
-//   * TPOT = the L decode layers, mean over the N steps (KV lengths S .. S+N-1, computed from
-//     a few sampled lengths by linear interpolation) + the LM head of B rows
+//   * TPOT = the mean step of the N steps run back to back as `steps: N` times them (KV lengths
+//     S .. S+N-1, from a few sampled lengths by linear interpolation) + the LM head of B rows
 //     + the profile's host_ms_per_step (reported apart);
 //   * HBM per logical core = the footprint of all layers at S+N tokens (footprint.h) + the rank's
 //     share of the embedding and the LM head (vocab-parallel, V / tp rows each).
@@ -74,6 +74,8 @@ struct PlanPrediction {
   int64_t embedding_bytes = 0;           // embedding + LM head share per rank
   int64_t hbm_bytes = 0, hbm_capacity = 0;
   bool fits = false;
+  bool simulated = false;  // false: a plan that does not fit and whose layer could not run
+  std::string error;       // why (the kernel's error)
 };
 
 // "tp=64[,attention_dp=8][,lnc=1]" (also "tp64"); throws Error(kBadConfig) naming the value.

@@ -37,6 +37,11 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const int L = r.model.layers;
   std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d)%s\n", p.plan.name.c_str(), p.plan.tp,
                               p.plan.attention_dp, p.plan.lnc, p.fits ? "" : "  [DOES NOT FIT HBM]");
+  const std::string hbm = StrCat("  HBM per logical core: ", FormatHbmFootprint(p.layers_hbm),
+                                 StrPrintf("; + embedding / LM head share %.2f GiB = %.2f of %.2f GiB: ",
+                                           p.embedding_bytes / kGiB, p.hbm_bytes / kGiB, p.hbm_capacity / kGiB),
+                                 Verdict(p), "\n");
+  if (!p.simulated) return out + StrCat("  times: not simulated: ", p.error, "\n") + hbm;
   out += StrPrintf("  TTFT %.2f ms: prefill of %d layers %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
                    p.prefill_stack_ns / 1e6, p.lm_head_prefill_ns / 1e6);
   if (p.prefill_chunks > 1) {
@@ -55,11 +60,7 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
   out += PhaseLine(p.decode_phases, L);
   out += "  prefill per phase (one layer, simulated):\n" + PhaseLine(p.prefill_phases, L);
-  out += StrCat("  HBM per logical core: ", FormatHbmFootprint(p.layers_hbm),
-                StrPrintf("; + embedding / LM head share %.2f GiB = %.2f of %.2f GiB: ", p.embedding_bytes / kGiB,
-                          p.hbm_bytes / kGiB, p.hbm_capacity / kGiB),
-                Verdict(p), "\n");
-  return out;
+  return out + hbm;
 }
 
 }  // namespace
@@ -76,6 +77,11 @@ std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPre
   out += StrPrintf("\n%-16s %12s %12s %12s %12s %12s  %s\n", "plan", "TTFT (ms)", "TPOT (ms)", "tok/s/req",
                    "tok/s/inst", "HBM (GiB)", "verdict");
   for (const PlanPrediction& p : preds) {
+    if (!p.simulated) {
+      out += StrPrintf("%-16s %12s %12s %12s %12s %12.2f  %s\n", p.plan.name.c_str(), "-", "-", "-", "-",
+                       p.hbm_bytes / kGiB, "does not fit (not simulated)");
+      continue;
+    }
     out += StrPrintf("%-16s %12.2f %12.3f %12.1f %12.1f %12.2f  %s\n", p.plan.name.c_str(), p.ttft_ms, p.tpot_ms,
                      p.tokens_per_s, p.tokens_per_s_instance, p.hbm_bytes / kGiB, p.fits ? "fits" : "does not fit");
   }
@@ -89,7 +95,16 @@ std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPredi
     for (const auto& [kv, ns] : p.samples) samples.push_back({{"kv_length", kv}, {"layers_ns", ns}});
     for (const PhaseTime& t : p.decode_phases) decode[t.phase] = t.us;
     for (const PhaseTime& t : p.prefill_phases) prefill[t.phase] = t.us;
+    if (!p.simulated) {
+      plans.push_back({{"name", p.plan.name}, {"simulated", false}, {"error", p.error},
+                       {"ttft_ms", nullptr}, {"tpot_ms", nullptr}, {"device_tpot_ms", nullptr},
+                       {"host_ms_per_step", nullptr}, {"tokens_per_s", nullptr},
+                       {"hbm_bytes_per_rank", p.hbm_bytes}, {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
+                       {"fits", p.fits}});
+      continue;
+    }
     plans.push_back({{"name", p.plan.name},
+                     {"simulated", true},
                      {"tp", p.plan.tp},
                      {"attention_dp", p.plan.attention_dp},
                      {"lnc", p.plan.lnc},
