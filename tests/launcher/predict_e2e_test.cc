@@ -17,6 +17,7 @@
 
 #include "tests/testing/files.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/time_scale.h"
 
 namespace {
 
@@ -124,7 +125,9 @@ TEST(PredictE2eTest, Llama70bAtTp64FitsAt12800TokensAndIsFast) {
                            "--tp 64 --lnc 2 --batch 1 --input-tokens 10000 --output-tokens 1500", "p70");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  EXPECT_LT(seconds, 5.0);
+  // 5 s on an idle 2-core VM (about 4.2 s measured); NKISIM_TEST_TIME_SCALE stretches it on a
+  // loaded machine, as it does every timeout.
+  EXPECT_LT(seconds, nkisim::testing::Scaled(5.0));
   const Result fit = Predict(Model("Llama-3.3-70B.config.json"),
                              "--tp 64 --batch 1 --input-tokens 11300 --output-tokens 1500", "p70fit");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
