@@ -38,6 +38,8 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--max-prefill-chunk", o->request.max_prefill_chunk,
                   "longest prefill chunk simulated; a longer prompt is prefilled in chunks")
       ->capture_default_str();
+  cmd->add_flag("--max-batch", o->request.max_batch,
+                "also print each plan's largest batch whose HBM fits at input + output tokens");
   cmd->add_option("--json", o->json, "write the predictions as JSON here");
   AddCommonOptions(cmd, &o->common, kProfileFlag, {});
   cmd->callback([o, exit_code] {

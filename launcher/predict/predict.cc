@@ -17,6 +17,8 @@ namespace {
 
 // The o_proj CTE's limit on B x S of one prefill (scenario_config.cc).
 constexpr int64_t kMaxPrefillRows = 131072;
+// The decode kernels' batch limit (scenario_config.cc).
+constexpr int kMaxDecodeBatch = 128;
 
 int ParseCount(const std::string& text, const std::string& key, const std::string& where) {
   char* end = nullptr;
@@ -92,11 +94,6 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
     p.push_back(StrCat("--input-tokens + --output-tokens: ", context, ": must be <= the model's ",
                        "max_position_embeddings (", r.model.max_positions, ")"));
   }
-  if (int64_t{r.batch} * r.input_tokens > kMaxPrefillRows) {
-    p.push_back(StrCat("--input-tokens: B x S = ", int64_t{r.batch} * r.input_tokens, " must be <= ",
-                       kMaxPrefillRows, " (one prefill's o_proj CTE limit); predict does not chunk ",
-                       "a prefill: shorten the prompt or lower --batch"));
-  }
   for (const PredictPlan& plan : r.plans) {
     if (plan.tp <= 0) p.push_back(StrCat("plan '", plan.name, "': tp: ", plan.tp, ": must be >= 1"));
     if (plan.lnc != 1 && plan.lnc != 2) {
@@ -106,14 +103,17 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
   return p;
 }
 
-// A prefill longer than the attention CTE holds runs in k chunks of C = ceil(S / k) tokens.
+// A prefill longer than the chunk limit (--max-prefill-chunk, the attention CTE's keys, the o_proj
+// CTE's B x C rows) runs in k chunks of C = ceil(S / k) tokens.
 struct Chunks {
   int count = 1, tokens = 0;
 };
 
 Chunks PrefillChunks(const PredictRequest& r) {
   const HardwareProfile hw = r.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(r.profile_path);
-  const int64_t max_s = std::min<int64_t>(r.max_prefill_chunk, kernels::AttentionCteMaxSeqLen(hw, DType::kBFloat16));
+  // The chunk's B x C rows within the o_proj CTE's limit too.
+  const int64_t max_s = std::min<int64_t>({r.max_prefill_chunk, kernels::AttentionCteMaxSeqLen(hw, DType::kBFloat16),
+                                           kMaxPrefillRows / std::max(1, r.batch)});
   Chunks c;
   c.count = static_cast<int>((r.input_tokens + max_s - 1) / max_s);
   c.tokens = (r.input_tokens + c.count - 1) / c.count;
@@ -143,17 +143,37 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   return s;
 }
 
-void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPrediction& out) {
+// HBM per logical core of the whole model at batch `batch`, the KV cache at S + N tokens.
+int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int batch, HbmFootprint* layers) {
   proto::Scenario whole = decode.spec;
+  whole.set_batch(static_cast<uint32_t>(batch));
   whole.set_layers(static_cast<uint32_t>(r.model.layers));
   whole.set_kv_length(static_cast<uint32_t>(r.input_tokens));
   whole.set_steps(static_cast<uint32_t>(r.output_tokens));
-  out.layers_hbm = PlanHbmFootprint(whole, decode.dtype, Workload::kDecode, decode.plans.front(), decode.profile);
-  const int64_t rows = (r.model.vocab + out.plan.tp - 1) / out.plan.tp;
-  out.embedding_bytes = rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2);
-  out.hbm_bytes = out.layers_hbm.total() + out.embedding_bytes;
+  *layers = PlanHbmFootprint(whole, decode.dtype, Workload::kDecode, decode.plans.front(), decode.profile);
+  const int tp = decode.plans.front().tp;
+  const int64_t rows = (r.model.vocab + tp - 1) / tp;
+  return layers->total() + rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2);
+}
+
+// The largest batch (a multiple of G, at most the decode kernels' 128) that fits; 0: none.
+int MaxBatch(const PredictRequest& r, const ResolvedScenario& decode) {
+  const int g = decode.plans.front().attention_dp;
+  int best = 0;
+  HbmFootprint f;
+  for (int b = g; b <= kMaxDecodeBatch; b += g) {
+    if (ModelHbm(r, decode, b, &f) > f.capacity) break;
+    best = b;
+  }
+  return best;
+}
+
+void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPrediction& out) {
+  out.hbm_bytes = ModelHbm(r, decode, r.batch, &out.layers_hbm);
+  out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total();
   out.hbm_capacity = out.layers_hbm.capacity;
   out.fits = out.hbm_bytes <= out.hbm_capacity;
+  out.max_batch = r.max_batch ? MaxBatch(r, decode) : -1;
 }
 
 // k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before

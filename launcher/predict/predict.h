@@ -46,6 +46,7 @@ struct PredictRequest {
   int batch = 1;
   int input_tokens = 0;   // S
   int output_tokens = 0;  // N
+  bool max_batch = false; // also find each plan's largest batch that fits HBM at S + N
   int decode_samples = 2; // KV lengths simulated for the TPOT (at most N): S and S + N - 1 by default
   // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
   // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
@@ -74,6 +75,8 @@ struct PlanPrediction {
   int64_t embedding_bytes = 0;           // embedding + LM head share per rank
   int64_t hbm_bytes = 0, hbm_capacity = 0;
   bool fits = false;
+  int max_batch = -1;      // with PredictRequest::max_batch: the largest B (multiple of G, <= 128)
+                           // whose HBM fits at S + N; 0 when none does
   bool simulated = false;  // false: a plan that does not fit and whose layer could not run
   std::string error;       // why (the kernel's error)
 };

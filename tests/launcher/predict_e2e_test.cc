@@ -157,6 +157,29 @@ TEST(PredictE2eTest, Llama405bAtTp8DoesNotFitAndSaysByHowMuch) {
   EXPECT_GT(p.doc["plans"][0]["hbm_bytes_per_rank"].get<double>(), 3 * p.doc["plans"][0]["hbm_capacity_bytes_per_rank"].get<double>());
 }
 
+// --max-batch: the batch it names fits at S + N and one more row does not (each run's own HBM
+// arithmetic); the KV cache it adds per row is the rank's KV head x (S + N) tokens x d x K and V
+// x 2 bytes x 80 layers.
+TEST(PredictE2eTest, MaxBatchIsTheLastBatchThatFits) {
+  const std::string model = Model("Llama-3.3-70B.config.json");
+  const std::string request = " --input-tokens 10000 --output-tokens 1500 --tp 8";
+  const Result m = Predict(model, "--batch 1 --max-batch" + request, "mb");
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  const int b = m.doc["plans"][0]["max_batch"].get<int>();
+  ASSERT_GT(b, 1);
+  const Result at = Predict(model, "--batch " + std::to_string(b) + request, "mb_at");
+  const Result over = Predict(model, "--batch " + std::to_string(b + 1) + request, "mb_over");
+  ASSERT_EQ(at.exit_code, 0) << at.output;
+  ASSERT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_TRUE(at.doc["plans"][0]["fits"].get<bool>());
+  EXPECT_FALSE(over.doc["plans"][0]["fits"].get<bool>());
+  const double per_row_kv = 1.0 * 11500 * 128 * 2 * 2 * 80;
+  const double grew = over.doc["plans"][0]["hbm_bytes_per_rank"].get<double>() -
+                      at.doc["plans"][0]["hbm_bytes_per_rank"].get<double>();
+  EXPECT_GE(grew, per_row_kv);
+  EXPECT_LT(grew, per_row_kv * 1.01);  // plus one row of activations
+}
+
 struct BadInput {
   const char* name;
   std::function<std::string()> model;  // the config file's path
@@ -216,8 +239,8 @@ TEST(PredictE2eTest, BadInputsAreRefusedWithFieldValueAndRule) {
        "'experts=2': unknown"},
       {"instances", [] { return Model("Llama-3.1-405B.config.json"); },
        "--tp 128 --instances 1 --batch 1 --input-tokens 128 --output-tokens 4", "instances: 1"},
-      {"rows", [] { return Edited("rows", [](json& c) { c["max_position_embeddings"] = 200000; }); },
-       "--tp 8 --batch 2 --input-tokens 70000 --output-tokens 4", "--input-tokens: B x S = 140000 must be <= 131072"},
+      {"chunk", [] { return Edited("chunk", [](json&) {}); }, "--tp 8 --batch 1 --input-tokens 128 --output-tokens 4 --max-prefill-chunk 0",
+       "--max-prefill-chunk: 0: must be >= 1"},
       {"nofile", [] { return TempPath("does_not_exist.json"); }, kOk, "does_not_exist.json"},
   };
   for (const BadInput& c : cases) {
