@@ -40,6 +40,8 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--max-batch", o->request.max_batch,
                 "also print each plan's largest batch whose HBM fits at input + output tokens");
+  cmd->add_flag("--max-context", o->request.max_context,
+                "also print each plan's longest context (prompt + output tokens) whose HBM fits at --batch");
   cmd->add_option("--json", o->json, "write the predictions as JSON here");
   AddCommonOptions(cmd, &o->common, kProfileFlag, {});
   cmd->callback([o, exit_code] {

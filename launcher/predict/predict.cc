@@ -168,12 +168,32 @@ int MaxBatch(const PredictRequest& r, const ResolvedScenario& decode) {
   return best;
 }
 
+// The longest prompt S' (N output tokens kept, S' + N within max_position_embeddings and the
+// decode's KV limit) whose HBM fits at batch B, by bisection (HBM grows with S'); 0: none.
+int MaxInput(const PredictRequest& r, const ResolvedScenario& decode) {
+  const int64_t limit = r.model.max_positions > 0 ? r.model.max_positions : int64_t{1} << 20;
+  PredictRequest q = r;
+  HbmFootprint f;
+  auto fits = [&](int s) {
+    q.input_tokens = s;
+    return ModelHbm(q, decode, r.batch, &f) <= f.capacity;
+  };
+  int lo = 0, hi = static_cast<int>(std::min<int64_t>(limit, int64_t{1} << 20) - r.output_tokens);
+  if (hi >= 1 && fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (mid >= 1 && fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPrediction& out) {
   out.hbm_bytes = ModelHbm(r, decode, r.batch, &out.layers_hbm);
   out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total();
   out.hbm_capacity = out.layers_hbm.capacity;
   out.fits = out.hbm_bytes <= out.hbm_capacity;
   out.max_batch = r.max_batch ? MaxBatch(r, decode) : -1;
+  out.max_input = r.max_context ? MaxInput(r, decode) : -1;
 }
 
 // k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before

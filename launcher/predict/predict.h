@@ -47,6 +47,7 @@ struct PredictRequest {
   int input_tokens = 0;   // S
   int output_tokens = 0;  // N
   bool max_batch = false; // also find each plan's largest batch that fits HBM at S + N
+  bool max_context = false;  // also find each plan's longest prompt that fits at B (N kept)
   int decode_samples = 2; // KV lengths simulated for the TPOT (at most N): S and S + N - 1 by default
   // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
   // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
@@ -77,6 +78,8 @@ struct PlanPrediction {
   bool fits = false;
   int max_batch = -1;      // with PredictRequest::max_batch: the largest B (multiple of G, <= 128)
                            // whose HBM fits at S + N; 0 when none does
+  int max_input = -1;      // with PredictRequest::max_context: the longest prompt that fits at B
+                           // with N output tokens (context = it + N); 0 when none does
   bool simulated = false;  // false: a plan that does not fit and whose layer could not run
   std::string error;       // why (the kernel's error)
 };

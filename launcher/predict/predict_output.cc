@@ -44,7 +44,10 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const std::string max_batch =
       p.max_batch < 0 ? "" : StrPrintf("  max batch that fits HBM at %d tokens: %d%s\n", r.input_tokens + r.output_tokens,
                                        p.max_batch, p.max_batch == 128 ? " (the decode kernels' limit)" : "");
-  if (!p.simulated) return out + StrCat("  times: not simulated: ", p.error, "\n") + hbm + max_batch;
+  const std::string max_context =
+      p.max_input < 0 ? "" : StrPrintf("  longest context that fits HBM at batch %d: %d tokens (%d in + %d out)\n",
+                                       r.batch, p.max_input + r.output_tokens, p.max_input, r.output_tokens);
+  if (!p.simulated) return out + StrCat("  times: not simulated: ", p.error, "\n") + hbm + max_batch + max_context;
   out += StrPrintf("  TTFT %.2f ms: prefill of %d layers %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
                    p.prefill_stack_ns / 1e6, p.lm_head_prefill_ns / 1e6);
   if (p.prefill_chunks > 1) {
@@ -63,7 +66,7 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
   out += PhaseLine(p.decode_phases, L);
   out += "  prefill per phase (one layer, simulated):\n" + PhaseLine(p.prefill_phases, L);
-  return out + hbm + max_batch;
+  return out + hbm + max_batch + max_context;
 }
 
 }  // namespace
@@ -103,7 +106,7 @@ std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPredi
                        {"ttft_ms", nullptr}, {"tpot_ms", nullptr}, {"device_tpot_ms", nullptr},
                        {"host_ms_per_step", nullptr}, {"tokens_per_s", nullptr},
                        {"hbm_bytes_per_rank", p.hbm_bytes}, {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
-                       {"fits", p.fits}, {"max_batch", p.max_batch}});
+                       {"fits", p.fits}, {"max_batch", p.max_batch}, {"max_input_tokens", p.max_input}});
       continue;
     }
     plans.push_back({{"name", p.plan.name},
@@ -121,6 +124,7 @@ std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPredi
                      {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
                      {"fits", p.fits},
                      {"max_batch", p.max_batch},
+                     {"max_input_tokens", p.max_input},
                      {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
                      {"lm_head_prefill_ms", p.lm_head_prefill_ns / 1e6},
                      {"prefill_layers_ns", p.prefill_stack_ns},

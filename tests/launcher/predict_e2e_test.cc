@@ -180,6 +180,22 @@ TEST(PredictE2eTest, MaxBatchIsTheLastBatchThatFits) {
   EXPECT_LT(grew, per_row_kv * 1.01);  // plus one row of activations
 }
 
+// --max-context: the prompt it names fits at the batch, one token more does not.
+TEST(PredictE2eTest, MaxContextIsTheLongestPromptThatFits) {
+  const std::string model = Model("Llama-3.3-70B.config.json");
+  const std::string request = " --batch 16 --output-tokens 256 --tp 8";
+  const Result m = Predict(model, "--input-tokens 1000 --max-context" + request, "mc");
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  const int s = m.doc["plans"][0]["max_input_tokens"].get<int>();
+  ASSERT_GT(s, 1000);
+  const Result at = Predict(model, "--input-tokens " + std::to_string(s) + request, "mc_at");
+  const Result over = Predict(model, "--input-tokens " + std::to_string(s + 1) + request, "mc_over");
+  ASSERT_EQ(at.exit_code, 0) << at.output;
+  ASSERT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_TRUE(at.doc["plans"][0]["fits"].get<bool>());
+  EXPECT_FALSE(over.doc["plans"][0]["fits"].get<bool>());
+}
+
 struct BadInput {
   const char* name;
   std::function<std::string()> model;  // the config file's path
