@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -157,43 +158,40 @@ TEST(PredictE2eTest, Llama405bAtTp8DoesNotFitAndSaysByHowMuch) {
   EXPECT_GT(p.doc["plans"][0]["hbm_bytes_per_rank"].get<double>(), 3 * p.doc["plans"][0]["hbm_capacity_bytes_per_rank"].get<double>());
 }
 
-// --max-batch: the batch it names fits at S + N and one more row does not (each run's own HBM
-// arithmetic); the KV cache it adds per row is the rank's KV head x (S + N) tokens x d x K and V
-// x 2 bytes x 80 layers.
-TEST(PredictE2eTest, MaxBatchIsTheLastBatchThatFits) {
+// The value `key` a --max-batch / --max-context run names under `flag`: `flag value` fits, and
+// `flag value + 1` does not (each run's own HBM arithmetic). Returns the two runs' HBM per rank.
+std::pair<double, double> ExpectLastThatFits(const std::string& request, const std::string& ask,
+                                             const char* key, const std::string& flag, const std::string& name) {
   const std::string model = Model("Llama-3.3-70B.config.json");
-  const std::string request = " --input-tokens 10000 --output-tokens 1500 --tp 8";
-  const Result m = Predict(model, "--batch 1 --max-batch" + request, "mb");
-  ASSERT_EQ(m.exit_code, 0) << m.output;
-  const int b = m.doc["plans"][0]["max_batch"].get<int>();
-  ASSERT_GT(b, 1);
-  const Result at = Predict(model, "--batch " + std::to_string(b) + request, "mb_at");
-  const Result over = Predict(model, "--batch " + std::to_string(b + 1) + request, "mb_over");
-  ASSERT_EQ(at.exit_code, 0) << at.output;
-  ASSERT_EQ(over.exit_code, 0) << over.output;
+  const Result m = Predict(model, ask + request, name);
+  EXPECT_EQ(m.exit_code, 0) << m.output;
+  if (m.exit_code != 0) return {0, 0};
+  const int v = m.doc["plans"][0][key].get<int>();
+  EXPECT_GT(v, 1);
+  const Result at = Predict(model, flag + " " + std::to_string(v) + request, name + "_at");
+  const Result over = Predict(model, flag + " " + std::to_string(v + 1) + request, name + "_over");
+  EXPECT_EQ(at.exit_code, 0) << at.output;
+  EXPECT_EQ(over.exit_code, 0) << over.output;
+  if (at.exit_code != 0 || over.exit_code != 0) return {0, 0};
   EXPECT_TRUE(at.doc["plans"][0]["fits"].get<bool>());
   EXPECT_FALSE(over.doc["plans"][0]["fits"].get<bool>());
+  return {at.doc["plans"][0]["hbm_bytes_per_rank"].get<double>(), over.doc["plans"][0]["hbm_bytes_per_rank"].get<double>()};
+}
+
+// --max-batch: the batch it names fits at S + N and one more row does not; the row adds the
+// rank's KV head x (S + N) tokens x d x K and V x 2 bytes x 80 layers (and one row of activations).
+TEST(PredictE2eTest, MaxBatchIsTheLastBatchThatFits) {
+  const auto [at, over] = ExpectLastThatFits(" --input-tokens 10000 --output-tokens 1500 --tp 8",
+                                             "--batch 1 --max-batch", "max_batch", "--batch", "mb");
   const double per_row_kv = 1.0 * 11500 * 128 * 2 * 2 * 80;
-  const double grew = over.doc["plans"][0]["hbm_bytes_per_rank"].get<double>() -
-                      at.doc["plans"][0]["hbm_bytes_per_rank"].get<double>();
-  EXPECT_GE(grew, per_row_kv);
-  EXPECT_LT(grew, per_row_kv * 1.01);  // plus one row of activations
+  EXPECT_GE(over - at, per_row_kv);
+  EXPECT_LT(over - at, per_row_kv * 1.01);
 }
 
 // --max-context: the prompt it names fits at the batch, one token more does not.
 TEST(PredictE2eTest, MaxContextIsTheLongestPromptThatFits) {
-  const std::string model = Model("Llama-3.3-70B.config.json");
-  const std::string request = " --batch 16 --output-tokens 256 --tp 8";
-  const Result m = Predict(model, "--input-tokens 1000 --max-context" + request, "mc");
-  ASSERT_EQ(m.exit_code, 0) << m.output;
-  const int s = m.doc["plans"][0]["max_input_tokens"].get<int>();
-  ASSERT_GT(s, 1000);
-  const Result at = Predict(model, "--input-tokens " + std::to_string(s) + request, "mc_at");
-  const Result over = Predict(model, "--input-tokens " + std::to_string(s + 1) + request, "mc_over");
-  ASSERT_EQ(at.exit_code, 0) << at.output;
-  ASSERT_EQ(over.exit_code, 0) << over.output;
-  EXPECT_TRUE(at.doc["plans"][0]["fits"].get<bool>());
-  EXPECT_FALSE(over.doc["plans"][0]["fits"].get<bool>());
+  ExpectLastThatFits(" --batch 16 --output-tokens 256 --tp 8", "--input-tokens 1000 --max-context",
+                     "max_input_tokens", "--input-tokens", "mc");
 }
 
 struct BadInput {
