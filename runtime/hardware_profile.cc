@@ -83,6 +83,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"pe_min_cycles", static_cast<double>(p.pe_min_cycles())},
       {"access_overhead_cycles", static_cast<double>(p.access_overhead_cycles())},
       {"pe_mx_speedup", p.pe_mx_speedup()},
+      {"host_ms_per_step", p.host_ms_per_step()},
   };
   for (const NonNegative& f : non_negatives) {
     if (!(f.value >= 0 && f.value <= kMaxFigure)) {

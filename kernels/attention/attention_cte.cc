@@ -453,6 +453,11 @@ double AttentionCausalFlops(int64_t b, int64_t n_q, int64_t s, int64_t d) {
          static_cast<double>(s + 1) / 2.0;
 }
 
+int64_t AttentionCteMaxSeqLen(const HardwareProfile& profile, DType dtype) {
+  return static_cast<int64_t>(profile.sbuf_bytes_per_partition()) / 2 /
+         (int64_t{2} * kKvSlots * static_cast<int64_t>(SizeOf(dtype)));
+}
+
 void ValidateAttentionCte(const AttentionCteParams& p, const TensorView& out,
                           const HardwareProfile& profile) {
   for (const auto& [name, t] : {std::pair<const char*, const TensorView&>{"q", p.q},
@@ -491,7 +496,7 @@ void ValidateAttentionCte(const AttentionCteParams& p, const TensorView& out,
                 ShapeString(p.k.shape()), ")"));
   }
   const int64_t need = int64_t{2} * kKvSlots * s * static_cast<int64_t>(SizeOf(p.q.dtype()));
-  if (need > static_cast<int64_t>(profile.sbuf_bytes_per_partition()) / 2) {
+  if (s > AttentionCteMaxSeqLen(profile, p.q.dtype())) {
     Fail(StrCat(qs, ": S = ", s, ": the K^T and V buffers (", need,
                 " B per partition) must fit in half of SBUF (",
                 profile.sbuf_bytes_per_partition() / 2, " B)"));

@@ -65,6 +65,10 @@ struct AttentionCteParams {
 // [B, n_q, d, S] from q [n_q, B, S, d]. REQUIRES: q is 4-D.
 Shape AttentionCteOutputShape(const TensorView& q);
 
+// The longest S ValidateAttentionCte admits for `dtype` on `profile` (the K^T / V slots in half of
+// SBUF): 9557 in bf16 on trn2. What `nkisim predict` chunks a longer prefill by.
+int64_t AttentionCteMaxSeqLen(const HardwareProfile& profile, DType dtype);
+
 // Throws Error(kInvalidArgument) on the first rule broken: q, k, v given, 4-D, bf16 / fp16 /
 // fp32 and of one dtype; S >= 1, B >= 1, 1 <= d <= 128; k and v [n_kv, B, S, d] with q's B, S
 // and d; n_q % n_kv == 0; the SBUF limit above; out (when valid) [B, n_q, d, S] float.

@@ -13,15 +13,16 @@ namespace {
 // elements and moves them as pieces of [up to 128 partitions, c] whose bytes are contiguous in
 // HBM, c chosen so a core's pieces number about as many as its DMA queues (one queue alone
 // moves a 128 KiB load in 4.8 us; the core's HBM port takes it in 0.36 us), at least 64 elements
-// a partition so a DMA's fixed cost stays a fraction of its bytes.
-// At most 1024 elements a partition, so the two waves of tiles in flight (2 x 8 pieces x two
-// inputs and the sums) stay within a sixth of the SBUF whatever the size (S 2048 x H 8192 per
-// rank would otherwise ask for pieces of 8 KiB a partition, 256 KiB in flight).
-constexpr int64_t kMaxPieceColumns = 1024;
-
+// a partition so a DMA's fixed cost stays a fraction of its bytes, and at most what keeps the
+// tiles in flight (two waves of x and y, and one sum; fp32 at worst) in half of SBUF: without
+// that cap a large add (a prefill's [S, H] at S 2000, H 8192) asked for more SBUF than a core has.
 int64_t PieceColumns(const HardwareProfile& p, int64_t elements) {
-  const int64_t per_wave = std::max<int64_t>(1, p.dma_queues()) * p.partitions();
-  return std::clamp<int64_t>((elements + per_wave - 1) / per_wave, 64, kMaxPieceColumns);
+  const int64_t queues = std::max<int64_t>(1, p.dma_queues());
+  const int64_t per_wave = queues * p.partitions();
+  const int64_t wave = std::max<int64_t>(1, queues / 2);
+  const int64_t in_flight = 4 * wave + 1;
+  const int64_t cap = std::max<int64_t>(64, static_cast<int64_t>(p.sbuf_bytes_per_partition()) / 2 / (in_flight * 4));
+  return std::max<int64_t>(64, std::min(cap, (elements + per_wave - 1) / per_wave));
 }
 
 void Check(const TensorView& a, const TensorView& b, const TensorView& out) {

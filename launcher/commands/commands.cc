@@ -9,6 +9,7 @@
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
 #include "launcher/commands/pack_weights.h"
+#include "launcher/commands/predict.h"
 #include "launcher/commands/python.h"
 #include "launcher/commands/run.h"
 #include "launcher/commands/sweep.h"
@@ -31,6 +32,9 @@ constexpr Command kCommands[] = {
      "Run a scenario on many ranks under mpirun: live progress, checks, report, trace"},
     {"sweep", "", AddSweepCommand,
      "Run a grid of scenarios (plans x batch x KV length x ...) as nkisim run jobs: table, verdict, plots"},
+    {"predict", "", AddPredictCommand,
+     "TTFT, TPOT, tokens/s and HBM per logical core of a whole model (Hugging Face config.json) "
+     "under each plan, from one simulated decoder layer"},
     {"collective", "", AddCollectiveCommand,
      "Sweep one collective over sizes under mpirun (nccl-tests style)"},
     {"calibrate", "", AddCalibrateCommand,

@@ -60,7 +60,7 @@ TEST(CommandTable, GroupsComeBeforeTheirMembersAndNamesAreUnique) {
 TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
-                                           "collective", "calibrate", "pack-weights", "python",
+                                           "predict", "collective", "calibrate", "pack-weights", "python",
                                            "kernel"));
   EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
@@ -84,6 +84,7 @@ TEST(CommandTable, CommonFlagsAndDefaults) {
       {"", "calibrate", "2", "", "", true},
       {"", "validate", "", "", "", true},
       {"", "run", "", "", "nkisim-run.trace.json", false},
+      {"", "predict", "2", "", "", true},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.parent + " " + r.name);

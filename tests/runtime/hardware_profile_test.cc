@@ -112,6 +112,7 @@ TEST(HardwareProfileTest, EveryNumericFieldIsRangeChecked) {
   const std::map<std::string, const char*> zero_means_something = {
       {"pe_min_cycles", "no minimum matmul length"},
       {"pe_mx_speedup", "no MX path (trn2)"},
+      {"host_ms_per_step", "no exposed host time a decode step (async mode)"},
       {"access_overhead_cycles", "no per-instruction access bubble"},
       {"dma_fixed_ns", "no fixed DMA cost"},
       {"core_link_latency_ns", "no latency between the two cores"},

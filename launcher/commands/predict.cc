@@ -1,0 +1,67 @@
+#include "launcher/commands/predict.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/commands/common_options.h"
+#include "launcher/predict/predict.h"
+#include "runtime/error.h"
+#include "runtime/output_file.h"
+
+namespace nkisim::launcher {
+
+void AddPredictCommand(CLI::App* cmd, int* exit_code) {
+  struct Options {
+    std::string model, json;
+    int tp = 0, attention_dp = 1, lnc = 2;
+    std::vector<std::string> plans;
+    PredictRequest request;
+    CommonOptions common;  // --profile
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--model", o->model, "Hugging Face config.json (configs/models/)")->required();
+  cmd->add_option("--tp", o->tp, "TP degree of the plan (or give --plan)");
+  cmd->add_option("--attention-dp", o->attention_dp, "attention-DP G of the --tp plan (decode)")
+      ->capture_default_str();
+  cmd->add_option("--lnc", o->lnc, "physical cores per rank of the --tp plan, 1 or 2")->capture_default_str();
+  cmd->add_option("--plan", o->plans, "a plan tp=N[,attention_dp=G][,lnc=L] (repeatable, side by side)");
+  cmd->add_option("--instances", o->request.instances, "instances the plans may span")->capture_default_str();
+  cmd->add_option("--batch", o->request.batch, "requests decoded together (B)")->required();
+  cmd->add_option("--input-tokens", o->request.input_tokens, "prompt length S")->required();
+  cmd->add_option("--output-tokens", o->request.output_tokens, "generated tokens N")->required();
+  cmd->add_option("--decode-samples", o->request.decode_samples,
+                  "KV lengths simulated for the TPOT, interpolated in between")
+      ->capture_default_str();
+  cmd->add_option("--max-prefill-chunk", o->request.max_prefill_chunk,
+                  "longest prefill chunk simulated; a longer prompt is prefilled in chunks")
+      ->capture_default_str();
+  cmd->add_flag("--max-batch", o->request.max_batch,
+                "also print each plan's largest batch whose HBM fits at input + output tokens");
+  cmd->add_flag("--max-context", o->request.max_context,
+                "also print each plan's longest context (prompt + output tokens) whose HBM fits at --batch");
+  cmd->add_option("--json", o->json, "write the predictions as JSON here");
+  AddCommonOptions(cmd, &o->common, kProfileFlag, {});
+  cmd->callback([o, exit_code] {
+    if (!o->json.empty()) CheckWritable(o->json, "--json");
+    o->request.model = LoadHfConfig(o->model);
+    o->request.profile_path = o->common.profile_path;
+    if (o->tp != 0 || o->plans.empty()) {
+      PredictPlan p{"", o->tp, o->attention_dp, o->lnc};
+      p.name = DefaultPlanName(p);
+      o->request.plans.push_back(p);
+    }
+    for (const std::string& text : o->plans) o->request.plans.push_back(ParsePlan(text));
+    const std::vector<PlanPrediction> predictions = Predict(o->request);
+    std::printf("%s", FormatPredictions(o->request, predictions).c_str());
+    if (!o->json.empty()) {
+      WriteFileAtomically(o->json, PredictionsJson(o->request, predictions), "--json");
+      std::printf("json: %s\n", o->json.c_str());
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace nkisim::launcher

@@ -1,0 +1,252 @@
+#include "launcher/predict/hf_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+#include <vector>
+
+#include "runtime/config_file.h"
+#include "runtime/error.h"
+
+namespace nkisim::launcher {
+namespace {
+
+using nlohmann::json;
+using Problems = std::vector<std::string>;
+
+struct Architecture {
+  const char* name;
+  const char* model_type;  // the config's model_type when it has one
+  bool qk_norm;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"LlamaForCausalLM", "llama", false},
+    {"MistralForCausalLM", "mistral", false},
+    {"Qwen2ForCausalLM", "qwen2", false},
+    {"Qwen3ForCausalLM", "qwen3", true},
+};
+
+std::string Shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// A positive integer field into *out.
+template <typename T>
+void PositiveInt(const json& v, const char* key, T* out, Problems& p) {
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t{1} << 31)) {
+    p.push_back(StrCat(key, ": ", Shown(v), ": must be a positive integer <= 2^31"));
+    return;
+  }
+  *out = static_cast<T>(v.get<int64_t>());
+}
+
+void Hidden(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "hidden_size", &m.hidden, p); }
+void Intermediate(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "intermediate_size", &m.intermediate, p);
+}
+void Layers(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "num_hidden_layers", &m.layers, p); }
+void QHeads(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "num_attention_heads", &m.n_q_heads, p); }
+void KvHeads(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "num_key_value_heads", &m.n_kv_heads, p);
+}
+void HeadDim(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_null()) PositiveInt(v, "head_dim", &m.head_dim, p);
+}
+void Vocab(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "vocab_size", &m.vocab, p); }
+void MaxPositions(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "max_position_embeddings", &m.max_positions, p);
+}
+void Eps(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() < 1)) {
+    p.push_back(StrCat("rms_norm_eps: ", Shown(v), ": must be a number in (0, 1)"));
+    return;
+  }
+  m.rms_eps = v.get<double>();
+}
+void Tie(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_boolean()) {
+    p.push_back(StrCat("tie_word_embeddings: ", Shown(v), ": must be true or false"));
+    return;
+  }
+  m.tie_word_embeddings = v.get<bool>();
+}
+void Activation(const json& v, HfModel& m, Problems& p) {
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  if (s != "silu" && s != "gelu" && s != "relu") {
+    p.push_back(StrCat("hidden_act: ", Shown(v), ": must be \"silu\", \"gelu\" or \"relu\" (the MLP "
+                       "kernel's activations)"));
+    return;
+  }
+  m.activation = s;
+}
+void TorchDtype(const json& v, HfModel& m, Problems& p) {
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  if (s != "bfloat16" && s != "float16") {
+    p.push_back(StrCat("torch_dtype: ", Shown(v), ": must be \"bfloat16\" or \"float16\" (2-byte "
+                       "weights, simulated as bf16)"));
+    return;
+  }
+  m.dtype = "bf16";
+}
+// attention_bias, mlp_bias: nkisim's kernels have no bias terms.
+void NoBias(const json& v, const char* key, Problems& p) {
+  if (!v.is_boolean() || v.get<bool>()) {
+    p.push_back(StrCat(key, ": ", Shown(v), ": must be false (the kernels add no bias)"));
+  }
+}
+void AttentionBias(const json& v, HfModel&, Problems& p) { NoBias(v, "attention_bias", p); }
+void MlpBias(const json& v, HfModel&, Problems& p) { NoBias(v, "mlp_bias", p); }
+// Sliding-window attention is not modeled: the window must be off.
+void SlidingWindow(const json& v, HfModel&, Problems& p) {
+  if (!v.is_null()) {
+    p.push_back(StrCat("sliding_window: ", Shown(v), ": must be null (sliding-window attention is "
+                       "not modeled; every token attends the whole cache)"));
+  }
+}
+void UseSlidingWindow(const json& v, HfModel&, Problems& p) {
+  if (!v.is_boolean() || v.get<bool>()) {
+    p.push_back(StrCat("use_sliding_window: ", Shown(v), ": must be false (sliding-window "
+                       "attention is not modeled)"));
+  }
+}
+void Metadata(const json&, HfModel&, Problems&) {}
+
+struct Key {
+  const char* name;
+  void (*read)(const json& v, HfModel& m, Problems& p);
+  const char* use;
+};
+
+// "architectures" and "model_type" are checked together (CheckArchitecture).
+constexpr Key kKeys[] = {
+    {"hidden_size", Hidden, "H (a multiple of 128)"},
+    {"intermediate_size", Intermediate, "I of the MLP (tp divides it)"},
+    {"num_hidden_layers", Layers, "decoder layers: one simulated, times this"},
+    {"num_attention_heads", QHeads, "Q heads (tp divides it)"},
+    {"num_key_value_heads", KvHeads, "KV heads (divide the Q heads; default: Q heads)"},
+    {"head_dim", HeadDim, "d (<= 128, 128 for prefill; default H / Q heads)"},
+    {"vocab_size", Vocab, "the embedding and the vocab-parallel LM head"},
+    {"rms_norm_eps", Eps, "the norms' epsilon"},
+    {"tie_word_embeddings", Tie, "one copy of the embedding / LM head when true"},
+    {"hidden_act", Activation, "the MLP's activation (silu, gelu, relu)"},
+    {"torch_dtype", TorchDtype, "bfloat16 or float16: 2-byte weights and KV cache"},
+    {"max_position_embeddings", MaxPositions, "input + output tokens must not exceed it"},
+    {"attention_bias", AttentionBias, "must be false"},
+    {"mlp_bias", MlpBias, "must be false"},
+    {"sliding_window", SlidingWindow, "must be null"},
+    {"use_sliding_window", UseSlidingWindow, "must be false"},
+    {"attention_dropout", Metadata, "training only: ignored"},
+    {"initializer_range", Metadata, "training only: ignored"},
+    {"pretraining_tp", Metadata, "training only: ignored"},
+    {"use_cache", Metadata, "ignored (the KV cache is always modeled)"},
+    {"bos_token_id", Metadata, "tokenizer: ignored"},
+    {"eos_token_id", Metadata, "tokenizer: ignored"},
+    {"pad_token_id", Metadata, "tokenizer: ignored"},
+    {"rope_theta", Metadata, "RoPE's base: changes values, not cost: ignored"},
+    {"rope_scaling", Metadata, "RoPE's scaling: changes values, not cost: ignored"},
+    {"max_window_layers", Metadata, "Qwen: only with use_sliding_window (false): ignored"},
+    {"transformers_version", Metadata, "ignored"},
+    {"_name_or_path", Metadata, "ignored"},
+};
+
+const Architecture* CheckArchitecture(const json& config, Problems& p) {
+  const json* a = config.contains("architectures") ? &config.at("architectures") : nullptr;
+  if (a == nullptr || !a->is_array() || a->size() != 1 || !(*a)[0].is_string()) {
+    p.push_back(StrCat("architectures: ", a ? Shown(*a) : "missing",
+                       ": must be a list of one name"));
+    return nullptr;
+  }
+  const std::string name = (*a)[0].get<std::string>();
+  for (const Architecture& arch : kArchitectures) {
+    if (name != arch.name) continue;
+    if (config.contains("model_type") && config.at("model_type") != arch.model_type) {
+      p.push_back(StrCat("model_type: ", Shown(config.at("model_type")), ": must be \"",
+                         arch.model_type, "\" for ", name));
+    }
+    return &arch;
+  }
+  std::string known;
+  for (const Architecture& arch : kArchitectures) known += StrCat(known.empty() ? "" : ", ", arch.name);
+  p.push_back(StrCat("architectures: \"", name, "\": not supported (supported: ", known, ")"));
+  return nullptr;
+}
+
+const Key* FindKey(std::string_view name) {
+  for (const Key& k : kKeys) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+// The shape rules once every key was read.
+void CheckShapes(const json& config, HfModel& m, Problems& p) {
+  for (const char* required : {"hidden_size", "intermediate_size", "num_hidden_layers",
+                               "num_attention_heads", "vocab_size"}) {
+    if (!config.contains(required)) p.push_back(StrCat(required, ": missing: required"));
+  }
+  if (m.n_kv_heads == 0 && !config.contains("num_key_value_heads")) m.n_kv_heads = m.n_q_heads;
+  if (m.head_dim == 0 && m.n_q_heads > 0 && m.hidden % m.n_q_heads == 0) m.head_dim = m.hidden / m.n_q_heads;
+  if (m.hidden > 0 && m.hidden % 128 != 0) {
+    p.push_back(StrCat("hidden_size: ", m.hidden, ": must be a multiple of 128 (the partitions)"));
+  }
+  if (m.n_q_heads > 0 && m.n_kv_heads > 0 && m.n_q_heads % m.n_kv_heads != 0) {
+    p.push_back(StrCat("num_key_value_heads: ", m.n_kv_heads, ": must divide num_attention_heads (",
+                       m.n_q_heads, ")"));
+  }
+  if (m.head_dim > 128) {
+    p.push_back(StrCat("head_dim: ", m.head_dim, ": must be <= 128 (one head on the partitions)"));
+  }
+}
+
+}  // namespace
+
+HfModel ParseHfConfig(const std::string& text, const std::string& source) {
+  json config;
+  try {
+    config = json::parse(text);
+  } catch (const json::parse_error& e) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ": not a JSON config.json: ", e.what()));
+  }
+  if (!config.is_object()) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ": a config.json is a JSON object, not ", Shown(config)));
+  }
+  HfModel m;
+  m.source = source;
+  Problems p;
+  if (const Architecture* arch = CheckArchitecture(config, p)) {
+    m.architecture = arch->name;
+    m.qk_norm = arch->qk_norm;
+  }
+  for (const auto& [key, value] : config.items()) {
+    if (key == "architectures" || key == "model_type") continue;
+    if (const Key* k = FindKey(key)) {
+      k->read(value, m, p);
+    } else {
+      p.push_back(StrCat(key, ": ", Shown(value), ": unknown key (not one a public config of these "
+                         "architectures has; docs/predict.md lists the accepted keys)"));
+    }
+  }
+  CheckShapes(config, m, p);
+  if (!p.empty()) {
+    std::string message = StrCat(source, ": ", p.size(), p.size() == 1 ? " problem:" : " problems:");
+    for (const std::string& s : p) message += StrCat("\n  ", s);
+    Raise(ErrorCode::kBadConfig, message);
+  }
+  return m;
+}
+
+HfModel LoadHfConfig(const std::string& path) {
+  return ParseHfConfig(ReadConfigFile(path, "model config.json"), path);
+}
+
+std::string FormatAcceptedKeys() {
+  std::string out = "architectures: ";
+  for (const Architecture& a : kArchitectures) out += StrCat(a.name, " (", a.model_type, ") ");
+  out += "\nmodel_type: must match the architecture\n";
+  for (const Key& k : kKeys) out += StrCat(k.name, ": ", k.use, "\n");
+  return out;
+}
+
+}  // namespace nkisim::launcher

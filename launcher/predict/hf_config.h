@@ -1,0 +1,40 @@
+// A model for `nkisim predict`, read from a Hugging Face config.json (nlohmann-json). One row per
+// architecture (kArchitectures in hf_config.cc) and one row per key a public config of those
+// architectures carries (kKeys): a key is either a shape nkisim prices (hidden_size, ...), a
+// key that bounds the request (max_position_embeddings), or metadata that does not change the
+// cost (bos_token_id, rope_theta, ...); any other key is refused by name. Every problem of a file
+// is reported at once, each naming the field, the value and the rule (Error(kBadConfig), exit 14).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nkisim::launcher {
+
+struct HfModel {
+  std::string source;         // the file
+  std::string architecture;   // "LlamaForCausalLM", ...
+  int hidden = 0;             // hidden_size
+  int intermediate = 0;       // intermediate_size
+  int layers = 0;             // num_hidden_layers
+  int n_q_heads = 0;          // num_attention_heads
+  int n_kv_heads = 0;         // num_key_value_heads (default: num_attention_heads)
+  int head_dim = 0;           // head_dim (default: hidden_size / num_attention_heads)
+  int64_t vocab = 0;          // vocab_size
+  double rms_eps = 1e-6;      // rms_norm_eps
+  bool tie_word_embeddings = false;
+  std::string activation = "silu";  // hidden_act
+  std::string dtype = "bf16";       // torch_dtype bfloat16 / float16: 2 bytes, simulated as bf16
+  int64_t max_positions = 0;        // max_position_embeddings; 0: not given (no limit checked)
+  bool qk_norm = false;             // Qwen3: per-head RMSNorm of q and k (no cost modeled)
+};
+
+// Throws Error(kBadConfig) listing every problem ("<source>: 2 problems:\n  hidden_size: -1:
+// must be a positive integer ...").
+HfModel ParseHfConfig(const std::string& text, const std::string& source);
+HfModel LoadHfConfig(const std::string& path);
+
+// The keys accepted, one line each with what nkisim does with it (docs/predict.md shows it).
+std::string FormatAcceptedKeys();
+
+}  // namespace nkisim::launcher

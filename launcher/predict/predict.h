@@ -1,0 +1,110 @@
+// `nkisim predict`: time to first token, time per output token and HBM of a whole model under
+// each plan (docs/predict.md). One decoder layer at the model's real shapes is simulated
+// timing-only (RunTimingJob: the phase table of `nkisim run`, ranks as threads) and multiplied by
+// num_hidden_layers (decode: two layers simulated at S, from layer 2 on a layer is "steady": its
+// QKV overlaps the residual before it; prefill: one, its layers take identical times):
+//   * TTFT = the L prefill layers of S tokens + the LM head of the last token's B rows;
+//   * TPOT = the mean step of the N steps run back to back as `steps: N` times them (KV lengths
+//     S .. S+N-1, from a few sampled lengths by linear interpolation) + the LM head of B rows
+//     + the profile's host_ms_per_step (reported apart);
+//   * HBM per logical core = the footprint of all layers at S+N tokens (footprint.h) + the rank's
+//     share of the embedding and the LM head (vocab-parallel, V / tp rows each).
+// A prompt longer than the attention CTE holds (kernels::AttentionCteMaxSeqLen: 9557 in bf16 on
+// trn2) is prefilled in k = ceil(S / max) chunks of C = ceil(S / k) tokens: each chunk is the
+// simulated prefill of C tokens, and the attention of chunk j over the j x C keys before it is
+// priced from the simulated chunk's attention by its quadratic growth (k chunks' causal attention
+// = k^2 x one chunk's); an estimate, not simulated (no kernel attends a prefix cache).
+// The LM head and the cross-rank argmax of on-device sampling are a roofline estimate from the
+// profile (not simulated); the embedding gather, the final norm and sampling itself are not
+// modeled (each well under 0.1% of a step at the shipped shapes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/predict/hf_config.h"
+#include "launcher/scenarios/footprint.h"
+#include "proto/scenario.pb.h"
+#include "runtime/hardware_profile.h"
+
+namespace nkisim::launcher {
+
+struct PredictPlan {
+  std::string name;  // "tp64", "tp64xdp8", "_lnc1" appended at LNC 1
+  int tp = 0;
+  int attention_dp = 1;  // G, decode only (the prefill runs as plain TP)
+  int lnc = 2;
+};
+
+struct PredictRequest {
+  HfModel model;
+  std::string profile_path;  // "" : the built-in trn2
+  std::vector<PredictPlan> plans;
+  int instances = 1;
+  int batch = 1;
+  int input_tokens = 0;   // S
+  int output_tokens = 0;  // N
+  bool max_batch = false; // also find each plan's largest batch that fits HBM at S + N
+  bool max_context = false;  // also find each plan's longest prompt that fits at B (N kept)
+  int decode_samples = 2; // KV lengths simulated for the TPOT (at most N): S and S + N - 1 by default
+  // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
+  // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
+  int max_prefill_chunk = 1024;
+};
+
+struct PhaseTime {
+  std::string phase;
+  double us = 0;  // simulated, slowest rank, one layer
+};
+
+struct PlanPrediction {
+  PredictPlan plan;
+  std::vector<PhaseTime> prefill_phases;         // one (steady) layer
+  std::vector<PhaseTime> decode_phases;          // one (steady) layer, at KV length S
+  int decode_phases_kv = 0;                      // that KV length
+  std::vector<std::pair<int, double>> samples;   // (KV length, the L decode layers in ns)
+  double prefill_stack_ns = 0;                   // the L layers of the prefill (all chunks)
+  int prefill_chunks = 1, prefill_chunk_tokens = 0;  // S > the attention CTE's limit: k chunks of C
+  double decode_stack_mean_ns = 0;               // the L decode layers, mean over the N steps
+  double lm_head_prefill_ns = 0, lm_head_decode_ns = 0;  // incl. the cross-rank argmax
+  double ttft_ms = 0, device_tpot_ms = 0, host_ms_per_step = 0, tpot_ms = 0;
+  double tokens_per_s = 0;               // per request
+  double tokens_per_s_instance = 0;      // B requests, per instance
+  HbmFootprint layers_hbm;               // all layers, KV cache at S + N
+  int64_t embedding_bytes = 0;           // embedding + LM head share per rank
+  int64_t hbm_bytes = 0, hbm_capacity = 0;
+  bool fits = false;
+  int max_batch = -1;      // with PredictRequest::max_batch: the largest B (multiple of G, <= 128)
+                           // whose HBM fits at S + N; 0 when none does
+  int max_input = -1;      // with PredictRequest::max_context: the longest prompt that fits at B
+                           // with N output tokens (context = it + N); 0 when none does
+  bool simulated = false;  // false: a plan that does not fit and whose layer could not run
+  std::string error;       // why (the kernel's error)
+};
+
+// "tp=64[,attention_dp=8][,lnc=1]" (also "tp64"); throws Error(kBadConfig) naming the value.
+PredictPlan ParsePlan(const std::string& text);
+std::string DefaultPlanName(const PredictPlan& p);
+
+// The scenario of one decoder layer at the model's shapes: decode at kv_length `tokens` (one
+// step) or prefill of seq_len `tokens`.
+proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, bool prefill,
+                              int tokens, int layers = 1, int steps = 1);
+
+// The sampled KV lengths: `samples` (at most N, at least 2 unless N = 1) evenly spread over
+// [S, S + N - 1], both ends included, ascending.
+std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int samples);
+// The mean over KV lengths S .. S+N-1 of the piecewise-linear interpolation of `samples`.
+double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,
+                        int output_tokens);
+
+// Checks the request (every problem at once, Error(kBadConfig), exit 14) and predicts each plan.
+std::vector<PlanPrediction> Predict(const PredictRequest& r);
+
+std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& p);
+// The JSON of docs/predict.md (per plan name, ttft_ms, tpot_ms, ...).
+std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& p);
+
+}  // namespace nkisim::launcher
