@@ -1,5 +1,7 @@
 #include "runtime/tensor_view.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
@@ -36,10 +38,26 @@ std::string AccessPattern::ToString() const {
   return s + "]";
 }
 
-void HbmBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+void HbmBuffer::Free::operator()(std::byte* p) const {
+  if (mapped > 0) {
+    munmap(p, mapped);
+  } else {
+    std::free(p);
+  }
+}
+
+namespace {
+
+std::byte* AllocateZeroed(size_t bytes) {
+  if (bytes < HbmBuffer::kMapBytes) return static_cast<std::byte*>(std::calloc(bytes == 0 ? 1 : bytes, 1));
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+}
+
+}  // namespace
 
 HbmBuffer::HbmBuffer(size_t bytes, std::string name)
-    : bytes_(static_cast<std::byte*>(std::calloc(bytes == 0 ? 1 : bytes, 1))),
+    : bytes_(AllocateZeroed(bytes), Free{bytes >= kMapBytes ? bytes : 0}),
       size_(bytes),
       name_(std::move(name)) {
   if (bytes_ == nullptr) {

@@ -41,8 +41,9 @@ void Timeline::Record(const char* name, Engine e, double start_ns, double end_ns
   ++instructions_;
   flops_ += flops;
   if (IsDma(e)) dma_bytes_ += bytes;
+  if (IsDma(e) || e == Engine::kLink || e == Engine::kCollective) moved_bytes_ += bytes;
   last_end_ns_ = std::max(last_end_ns_, end_ns);
-  if (!keep_records_) return;
+  if (keep_ == Keep::kNone || (keep_ == Keep::kCollectives && e != Engine::kCollective)) return;
   InstructionRecord r{name, e, start_ns, end_ns, bytes, flops, {}};
   const size_t n = std::min(shapes.size(), r.shapes.size() - 1);
   std::memcpy(r.shapes.data(), shapes.data(), n);

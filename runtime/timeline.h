@@ -72,22 +72,30 @@ class Timeline {
   void Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
               int64_t flops, std::string_view shapes);
 
-  // Without kept records (a long host-timed loop that writes no trace), Record only adds to the
-  // totals Summarize reports, so memory stays flat however many instructions run; callers may
-  // skip formatting `shapes` then. Kept by default.
-  void set_keep_records(bool keep) { keep_records_ = keep; }
-  bool keeps_records() const { return keep_records_; }
-  // Every record since the start (empty when records are not kept).
+  // Which Record calls are kept as records (every call adds to the totals Summarize reports):
+  //   kAll: every one (a trace is written from them; the default);
+  //   kCollectives: only Collective-engine ones, a handful a phase (a job without a trace, whose
+  //     report names each collective's algorithm), so memory stays flat however many
+  //     instructions a phase runs;
+  //   kNone: none (a long host-timed loop), and callers may skip formatting `shapes`.
+  enum class Keep { kAll, kCollectives, kNone };
+  void set_keep(Keep keep) { keep_ = keep; }
+  void set_keep_records(bool keep) { keep_ = keep ? Keep::kAll : Keep::kNone; }
+  // True when some records are kept (callers format `shapes` then).
+  bool keeps_records() const { return keep_ != Keep::kNone; }
+  // Every kept record since the start.
   const std::vector<InstructionRecord>& records() const { return records_; }
+  // Bytes moved by DMA queues, the Link and collectives since the start, kept or not.
+  int64_t moved_bytes() const { return moved_bytes_; }
   CoreSummary Summarize(int core_id, const HardwareProfile& profile) const;
 
  private:
   std::array<double, kNumEngines> free_at_{};
   std::array<double, kNumEngines> busy_ns_{};
   std::vector<InstructionRecord> records_;
-  bool keep_records_ = true;
+  Keep keep_ = Keep::kAll;
   // Totals over every Record call, kept or not.
-  int64_t instructions_ = 0, flops_ = 0, dma_bytes_ = 0;
+  int64_t instructions_ = 0, flops_ = 0, dma_bytes_ = 0, moved_bytes_ = 0;
   double last_end_ns_ = 0;
 };
 

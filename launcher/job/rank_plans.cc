@@ -45,6 +45,10 @@ proto::RankResult RunRankPlans(const ResolvedScenario& sc, int rank,
   for (const ResolvedPlan& plan : sc.plans) {
     const auto plan_start = std::chrono::steady_clock::now();
     LogicalCore lnc(plan.lnc, sc.profile, rank);
+    // Without a trace only the collectives' records are read (the report's algorithm column).
+    for (int c = 0; c < lnc.lnc(); ++c) {
+      lnc.core(c).timeline().set_keep(with_trace ? Timeline::Keep::kAll : Timeline::Keep::kCollectives);
+    }
     const std::unique_ptr<collectives::RankContext> ctx = make_context(plan.topology, lnc);
     PhaseRunner runner(sink, lnc, rank, plan.name, sc.spec, result);
     PlanRun run{sc, plan, *ctx, runner, shared, result};

@@ -19,15 +19,9 @@ PhaseRunner::PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::str
     : sink_(std::move(sink)), lnc_(lnc), rank_(rank), scenario_(std::move(scenario)), spec_(spec),
       result_(result) {}
 
-int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record) {
+int64_t MovedBytes(const LogicalCore& lnc) {
   int64_t bytes = 0;
-  for (int c = 0; c < lnc.lnc(); ++c) {
-    const auto& records = lnc.core(c).timeline().records();
-    for (size_t i = first_record[c]; i < records.size(); ++i) {
-      const Engine e = records[i].engine;
-      if (IsDma(e) || e == Engine::kLink || e == Engine::kCollective) bytes += records[i].bytes;
-    }
-  }
+  for (int c = 0; c < lnc.lnc(); ++c) bytes += lnc.core(c).timeline().moved_bytes();
   return bytes;
 }
 
@@ -95,6 +89,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   Progress(name, false);
   std::vector<size_t> first_record;
   for (int c = 0; c < lnc_.lnc(); ++c) first_record.push_back(lnc_.core(c).timeline().records().size());
+  const int64_t moved_start = MovedBytes(lnc_);
   const double sim_start = lnc_.now();
   const auto host_start = std::chrono::steady_clock::now();
   const int64_t faults_start = MinorFaults();
@@ -123,7 +118,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_end_ns(lnc_.now());
   r.set_host_ms(host_ms);
   r.set_fresh_bytes((MinorFaults() - faults_start) * static_cast<int64_t>(::sysconf(_SC_PAGESIZE)));
-  r.set_bytes_moved(BytesMovedSince(lnc_, first_record));
+  r.set_bytes_moved(MovedBytes(lnc_) - moved_start);
   r.set_algorithm(AlgorithmsSince(lnc_, first_record));
   Progress(name, true);
   current_.clear();

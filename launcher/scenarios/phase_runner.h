@@ -51,9 +51,11 @@ class PhaseRunner {
   std::string current_;
 };
 
-// Bytes moved by DMA, the intra-LNC link and collectives in records [first, end) of each core.
-int64_t BytesMovedSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
-// The collectives of those records and their algorithms, "all_reduce:mesh,all_gather:rdh".
+// Bytes moved by DMA, the intra-LNC link and collectives on every core so far (kept records or
+// not).
+int64_t MovedBytes(const LogicalCore& lnc);
+// The collectives of records [first, end) of core 0 and their algorithms,
+// "all_reduce:mesh,all_gather:rdh".
 std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
 
 }  // namespace nkisim::launcher

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -119,16 +121,28 @@ TEST(PredictE2eTest, LayerPhasesEqualARunsPhases) {
   }
 }
 
+// CPU seconds (user + system) that this process's waited-for children have used so far.
+double ChildCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 // Llama-3.3-70B at TP64: fits with its KV cache at 12,800 tokens, in under 5 s of host time.
 TEST(PredictE2eTest, Llama70bAtTp64FitsAt12800TokensAndIsFast) {
+  const double cpu_before = ChildCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   const Result p = Predict(Model("Llama-3.3-70B.config.json"),
                            "--tp 64 --lnc 2 --batch 1 --input-tokens 10000 --output-tokens 1500", "p70");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = ChildCpuSeconds() - cpu_before;
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  // 5 s on an idle 2-core VM (about 4.2 s measured); NKISIM_TEST_TIME_SCALE stretches it on a
-  // loaded machine, as it does every timeout.
-  EXPECT_LT(seconds, nkisim::testing::Scaled(5.0));
+  // Host time is the CPU time predict spends (it runs on one thread): under 5 s on these 2-core
+  // VMs, whatever else they run (about 4.2 s measured idle). The wall clock is bounded too, but
+  // loosely, since a parallel ctest shares the cores: 3x, scaled like every timeout.
+  EXPECT_LT(cpu, nkisim::testing::Scaled(5.0)) << "wall " << wall << " s";
+  EXPECT_LT(wall, nkisim::testing::Scaled(15.0)) << "cpu " << cpu << " s";
   const Result fit = Predict(Model("Llama-3.3-70B.config.json"),
                              "--tp 64 --batch 1 --input-tokens 11300 --output-tokens 1500", "p70fit");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
