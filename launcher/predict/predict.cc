@@ -364,13 +364,25 @@ double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int 
   return sum / output_tokens;
 }
 
-std::vector<PlanPrediction> Predict(const PredictRequest& r) {
+namespace {
+
+void RaiseRequestProblems(const PredictRequest& r) {
   const std::vector<std::string> problems = RequestProblems(r);
-  if (!problems.empty()) {
-    std::string message = StrCat("predict: ", problems.size(), problems.size() == 1 ? " problem:" : " problems:");
-    for (const std::string& p : problems) message += StrCat("\n  ", p);
-    Raise(ErrorCode::kBadConfig, message);
-  }
+  if (problems.empty()) return;
+  std::string message = StrCat("predict: ", problems.size(), problems.size() == 1 ? " problem:" : " problems:");
+  for (const std::string& p : problems) message += StrCat("\n  ", p);
+  Raise(ErrorCode::kBadConfig, message);
+}
+
+}  // namespace
+
+void CheckPredictRequest(const PredictRequest& r) {
+  RaiseRequestProblems(r);
+  for (const PredictPlan& plan : r.plans) ResolvePlan(r, plan);
+}
+
+std::vector<PlanPrediction> Predict(const PredictRequest& r) {
+  RaiseRequestProblems(r);
   // Every plan's layer scenarios resolved (and so checked) before any simulation runs.
   std::vector<PlanScenarios> scenarios;
   for (const PredictPlan& plan : r.plans) scenarios.push_back(ResolvePlan(r, plan));

@@ -100,11 +100,16 @@ std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int sa
 double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,
                         int output_tokens);
 
-// Checks the request (every problem at once, Error(kBadConfig), exit 14) and predicts each plan.
+// Checks the request without simulating anything: every problem at once ("predict: N problems:
+// ..."), then each plan's layer scenarios with the rules of `nkisim run` (Error(kBadConfig)).
+void CheckPredictRequest(const PredictRequest& r);
+// Checks the request (as CheckPredictRequest) and predicts each plan.
 std::vector<PlanPrediction> Predict(const PredictRequest& r);
 
 std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& p);
 // The JSON of docs/predict.md (per plan name, ttft_ms, tpot_ms, ...).
 std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& p);
+// One plan's object of that JSON (what `nkisim sweep` records per point of a predict sweep).
+std::string PlanPredictionJson(const PlanPrediction& p);
 
 }  // namespace nkisim::launcher
