@@ -117,7 +117,7 @@ std::vector<std::string> WritePredictSweepPlots(const PredictSweep& sweep, const
     int width = 0, height = 0;
     const std::string plot = Multiplot(sweep, results, f, base, &data, &width, &height);
     WriteFileAtomically(StrCat(at, ".", f.name, ".dat"), data, "plot data");
-    script += StrCat("\nreset\nset grid lc rgb '#dddddd'\nset logscale x 2\nset key top left opaque font ',9'\n",
+    script += StrCat("\nreset\nset grid lc rgb '#dddddd'\nset logscale x 2\nset key outside bottom center horizontal font ',9'\n",
                      "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.05\nset yrange [0:*]\n");
     for (const char* kind : {"pngcairo", "svg"}) {
       const std::string file = StrCat(base, ".", f.name, std::string(kind) == "svg" ? ".svg" : ".png");
