@@ -35,8 +35,10 @@ std::string Verdict(const PlanPrediction& p) {
 
 std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const int L = r.model.layers;
-  std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d)%s\n", p.plan.name.c_str(), p.plan.tp,
-                              p.plan.attention_dp, p.plan.lnc, p.fits ? "" : "  [DOES NOT FIT HBM]");
+  std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d%s)%s\n", p.plan.name.c_str(), p.plan.tp,
+                              p.plan.attention_dp, p.plan.lnc,
+                              p.plan.replicas > 1 ? StrPrintf(", %d replicas", p.plan.replicas).c_str() : "",
+                              p.fits ? "" : "  [DOES NOT FIT HBM]");
   const std::string hbm = StrCat("  HBM per logical core: ", FormatHbmFootprint(p.layers_hbm),
                                  StrPrintf("; + embedding / LM head share %.2f GiB = %.2f of %.2f GiB: ",
                                            p.embedding_bytes / kGiB, p.hbm_bytes / kGiB, p.hbm_capacity / kGiB),
@@ -59,8 +61,9 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
                    "%.3f ms) + host %.3f ms/step (profile host_ms_per_step)\n",
                    p.tpot_ms, p.device_tpot_ms, L, p.decode_stack_mean_ns / 1e6, r.input_tokens,
                    r.input_tokens + r.output_tokens - 1, p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
-  out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d)\n", p.tokens_per_s,
-                   p.tokens_per_s_instance, r.batch);
+  out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d%s)\n", p.tokens_per_s,
+                   p.tokens_per_s_instance, r.batch,
+                   p.plan.replicas > 1 ? StrPrintf(" in each of %d replicas", p.plan.replicas).c_str() : "");
   out += "  decode layers sampled at KV:";
   for (const auto& [kv, ns] : p.samples) out += StrPrintf(" %d: %.3f ms;", kv, ns / 1e6);
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
@@ -113,6 +116,7 @@ nlohmann::json PlanJson(const PlanPrediction& p) {
           {"tp", p.plan.tp},
           {"attention_dp", p.plan.attention_dp},
           {"lnc", p.plan.lnc},
+          {"replicas", p.plan.replicas},
           {"ttft_ms", p.ttft_ms},
           {"tpot_ms", p.tpot_ms},
           {"device_tpot_ms", p.device_tpot_ms},

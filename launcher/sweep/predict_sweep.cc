@@ -94,12 +94,8 @@ std::vector<PredictPlan> Plans(const proto::Sweep& spec, SweepProblems& problems
   std::vector<PredictPlan> plans;
   for (int i = 0; i < spec.plans_size(); ++i) {
     const proto::Plan& p = spec.plans(i);
-    if (p.replicas() > 1) {
-      problems.Add(StrCat("plans[", i, "]: replicas: ", p.replicas(), ": predict models one TP replica; ",
-                          "replicas must be 0 or 1"));
-    }
     PredictPlan plan{p.name(), static_cast<int>(p.tp()), static_cast<int>(std::max(1u, p.attention_dp())),
-                     p.lnc() == 0 ? 2 : static_cast<int>(p.lnc())};
+                     p.lnc() == 0 ? 2 : static_cast<int>(p.lnc()), static_cast<int>(std::max(1u, p.replicas()))};
     plans.push_back(plan);
   }
   return plans;

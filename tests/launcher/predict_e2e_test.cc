@@ -343,4 +343,57 @@ TEST(PredictE2eTest, Llama8bOnTrn1AtTp32Lnc1Runs) {
   EXPECT_EQ(trn2.doc["plans"][0]["hbm_capacity_bytes_per_rank"].get<double>(), 12.0 * (1 << 30));  // 96 GiB / 8
 }
 
+// --trace: each plan's decode layers at KV S are traced exactly as `nkisim run --timing-only
+// --trace` traces the same two-layer scenario (event for event), and the prefill chunk too.
+TEST(PredictE2eTest, TraceIsTheTraceOfARunOfTheSameLayers) {
+  const std::string model = WriteConfig("trace2.json", TinyConfig(2).dump());
+  const std::string trace = TempPath("trace.json");
+  const std::string decode = TempPath("trace.tp8.decode.json"), prefill = TempPath("trace.tp8.prefill.json");
+  std::filesystem::remove(decode);
+  std::filesystem::remove(prefill);
+  const Result p = Predict(model, "--tp 8 --batch 4 --input-tokens 128 --output-tokens 4 --trace " + trace, "trace");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("trace: " + decode + ", " + prefill));
+  ASSERT_TRUE(std::filesystem::exists(decode) && std::filesystem::exists(prefill)) << p.output;
+  const std::string config = WriteConfig("trace_run.textproto", std::string(kTinyLayer) +
+                                                                   "layers: 2 batch: 4 steps: 1 kv_length: 128\n");
+  const std::string ran = TempPath("trace_run.json");
+  const auto r = nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " run " + config +
+                                                 " --timing-only --report " + TempPath("trace_run.report.json") + " --trace " + ran, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json a = json::parse(ReadFile(decode))["traceEvents"], b = json::parse(ReadFile(ran))["traceEvents"];
+  ASSERT_GT(a.size(), 100u);
+  EXPECT_EQ(a, b);
+  const json pre = json::parse(ReadFile(prefill))["traceEvents"];
+  // One prefill layer: its phases without a layer suffix, the MLP among them.
+  EXPECT_TRUE(std::any_of(pre.begin(), pre.end(), [](const json& e) {
+    return e.value("cat", "") == "Phase" && e.value("name", "") == "mlp";
+  }));
+}
+
+// --replicas R: one replica's times, R times the tokens per instance while the replicas fit it;
+// more ranks than the instances hold are refused.
+TEST(PredictE2eTest, ReplicasMultiplyTheTokensPerInstanceNotTheTimes) {
+  const std::string model = WriteConfig("replicas.json", TinyConfig(2).dump());
+  const std::string req = " --batch 2 --input-tokens 128 --output-tokens 4";
+  const Result one = Predict(model, "--tp 4" + req, "r1");
+  const Result four = Predict(model, "--plan tp=4,replicas=4" + req, "r4");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  const json &a = one.doc["plans"][0], &b = four.doc["plans"][0];
+  EXPECT_EQ(b["name"], "tp4r4");
+  EXPECT_EQ(b["replicas"], 4);
+  EXPECT_DOUBLE_EQ(b["ttft_ms"].get<double>(), a["ttft_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(b["tpot_ms"].get<double>(), a["tpot_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(b["hbm_bytes_per_rank"].get<double>(), a["hbm_bytes_per_rank"].get<double>());
+  EXPECT_DOUBLE_EQ(b["tokens_per_s_per_instance"].get<double>(), 4 * a["tokens_per_s_per_instance"].get<double>());
+  const Result over = Predict(model, "--tp 8 --replicas 9" + req, "r9");
+  EXPECT_EQ(over.exit_code, 14) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("plan 'tp8r9': replicas: 9 x tp 8 = 72 ranks: more than 1 instance holds "
+                                     "(64 ranks each at LNC 2"));
+  const Result zero = Predict(model, "--tp 8 --replicas 0" + req, "r0");
+  EXPECT_EQ(zero.exit_code, 14) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("replicas: 0: must be >= 1"));
+}
+
 }  // namespace

@@ -93,7 +93,8 @@ TEST(PredictSweepTest, BadAxisValuesAreRefusedWithFieldValueAndRule) {
       {"base { batch: 1 }", "base: given: a sweep with a model axis predicts whole models from their config.json"},
       {"model: [\"/nonexistent/m.json\"]", "model: '/nonexistent/m.json': "},
       {"hardware_profile: [\"/nonexistent/hw.textproto\"]", "hardware_profile: '/nonexistent/hw.textproto': "},
-      {"plans { tp: 8 replicas: 2 }", "plans[2]: replicas: 2: predict models one TP replica"},
+      {"plans { tp: 16 replicas: 8 }", "plan 'tp16r8': replicas: 8 x tp 16 = 128 ranks: more than 1 instance holds "
+                                        "(64 ranks each at LNC 2"},
       {"plans { tp: 3 }", "tp: 3 must divide"},
       {"plans { tp: 8 name: \"tp16\" }", "plans: two points have the key"},
       {"input_tokens: [131060]", "--input-tokens + --output-tokens: 131076: must be <= the model's "
