@@ -31,7 +31,8 @@ constexpr Command kCommands[] = {
     {"run", "", AddRunCommand,
      "Run a scenario on many ranks under mpirun: live progress, checks, report, trace"},
     {"sweep", "", AddSweepCommand,
-     "Run a grid of scenarios (plans x batch x KV length x ...) as nkisim run jobs: table, verdict, plots"},
+     "Run a grid of scenarios (plans x batch x KV length x ...) as nkisim run jobs, or with a model "
+     "axis a grid of whole-model predictions: table, verdict, plots"},
     {"predict", "", AddPredictCommand,
      "TTFT, TPOT, tokens/s and HBM per logical core of a whole model (Hugging Face config.json) "
      "under each plan, from one simulated decoder layer"},

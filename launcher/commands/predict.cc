@@ -16,7 +16,7 @@ namespace nkisim::launcher {
 void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   struct Options {
     std::string model, json;
-    int tp = 0, attention_dp = 1, lnc = 2;
+    int tp = 0, attention_dp = 1, lnc = 2, replicas = 1;
     std::vector<std::string> plans;
     PredictRequest request;
     CommonOptions common;  // --profile
@@ -27,7 +27,10 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--attention-dp", o->attention_dp, "attention-DP G of the --tp plan (decode)")
       ->capture_default_str();
   cmd->add_option("--lnc", o->lnc, "physical cores per rank of the --tp plan, 1 or 2")->capture_default_str();
-  cmd->add_option("--plan", o->plans, "a plan tp=N[,attention_dp=G][,lnc=L] (repeatable, side by side)");
+  cmd->add_option("--replicas", o->replicas, "TP replicas of the --tp plan, each serving --batch requests")
+      ->capture_default_str();
+  cmd->add_option("--plan", o->plans,
+                  "a plan tp=N[,attention_dp=G][,lnc=L][,replicas=R] (repeatable, side by side)");
   cmd->add_option("--instances", o->request.instances, "instances the plans may span")->capture_default_str();
   cmd->add_option("--batch", o->request.batch, "requests decoded together (B)")->required();
   cmd->add_option("--input-tokens", o->request.input_tokens, "prompt length S")->required();
@@ -43,22 +46,39 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_flag("--max-context", o->request.max_context,
                 "also print each plan's longest context (prompt + output tokens) whose HBM fits at --batch");
   cmd->add_option("--json", o->json, "write the predictions as JSON here");
-  AddCommonOptions(cmd, &o->common, kProfileFlag, {});
+  AddCommonOptions(cmd, &o->common, kProfileFlag | kTraceFlag, {})
+      .trace->description("Chrome/Perfetto traces of each plan's simulated layers: PATH with .<plan>.decode "
+                          "and .<plan>.prefill before its extension ('': none)");
   cmd->callback([o, exit_code] {
     if (!o->json.empty()) CheckWritable(o->json, "--json");
+    o->request.trace_path = o->common.trace_path;
     o->request.model = LoadHfConfig(o->model);
     o->request.profile_path = o->common.profile_path;
     if (o->tp != 0 || o->plans.empty()) {
-      PredictPlan p{"", o->tp, o->attention_dp, o->lnc};
+      PredictPlan p{"", o->tp, o->attention_dp, o->lnc, o->replicas};
       p.name = DefaultPlanName(p);
       o->request.plans.push_back(p);
     }
     for (const std::string& text : o->plans) o->request.plans.push_back(ParsePlan(text));
+    if (!o->request.trace_path.empty()) {
+      for (const PredictPlan& p : o->request.plans) {
+        const auto [decode, prefill] = TracePaths(o->request.trace_path, p);
+        CheckWritable(decode, "--trace");
+        CheckWritable(prefill, "--trace");
+      }
+    }
     const std::vector<PlanPrediction> predictions = Predict(o->request);
     std::printf("%s", FormatPredictions(o->request, predictions).c_str());
     if (!o->json.empty()) {
       WriteFileAtomically(o->json, PredictionsJson(o->request, predictions), "--json");
       std::printf("json: %s\n", o->json.c_str());
+    }
+    if (!o->request.trace_path.empty()) {
+      for (const PlanPrediction& p : predictions) {
+        if (!p.simulated) continue;
+        const auto [decode, prefill] = TracePaths(o->request.trace_path, p.plan);
+        std::printf("trace: %s, %s (open in the Perfetto UI)\n", decode.c_str(), prefill.c_str());
+      }
     }
     *exit_code = 0;
   });

@@ -9,24 +9,75 @@
 
 #include "launcher/job/mpirun.h"
 #include "launcher/sweep/plots.h"
+#include "launcher/sweep/predict_sweep.h"
 #include "launcher/sweep/sweep_config.h"
 #include "launcher/sweep/sweep_output.h"
 #include "launcher/sweep/sweep_runner.h"
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
 namespace nkisim::launcher {
 
+namespace {
+
+struct Options {
+  std::string path;
+  std::string out;
+  std::string mpirun = "mpirun";
+  std::string gnuplot = "gnuplot";
+  bool functional = false;
+  bool resume = false;
+  bool no_plots = false;
+};
+
+std::string OutputPrefix(const Options& o, const std::string& default_output) {
+  const std::string out = o.out.empty() ? default_output : o.out;
+  if (out.empty() || out.back() == '/') {
+    Raise(ErrorCode::kBadConfig, StrCat("--out: '", out, "' must name a file prefix, e.g. results/decode"));
+  }
+  CheckWritable(out + ".csv", "--out");
+  return out;
+}
+
+// A sweep with a model axis: every point a `predict` of one plan, run in this process.
+int RunPredictSweepCommand(const Options& o, const proto::Sweep& spec) {
+  if (o.functional || o.resume) {
+    Raise(ErrorCode::kBadConfig, StrCat(o.functional ? "--functional" : "--resume", ": a sweep with a model ",
+                                        "axis (a predict sweep) runs predict's timing-only layers in seconds a ",
+                                        "point and records no resumable runs; the flag does not apply"));
+  }
+  const PredictSweep sweep = ResolvePredictSweep(spec, o.path);
+  const std::string out = OutputPrefix(o, sweep.output);
+  if (!o.no_plots) CheckGnuplot(o.gnuplot);
+  const PredictSweepResults results =
+      RunPredictSweep(sweep, [&](const PredictSweepResults& r) { WritePredictSweepOutputs(sweep, r, out); });
+  WritePredictSweepOutputs(sweep, results, out);
+  std::printf("\n%s", PredictSweepVerdict(sweep, results).c_str());
+  std::printf("\ntable: %s.csv, %s.json\nverdict: %s.verdict.txt\n", out.c_str(), out.c_str(), out.c_str());
+  int failed = 0, drawn = 0;
+  for (const auto& r : results) {
+    failed += r && !r->ok;
+    drawn += r && r->ok && r->prediction.simulated;
+  }
+  if (!o.no_plots && drawn > 0) {
+    std::printf("plots:");
+    for (const std::string& image : WritePredictSweepPlots(sweep, results, out, o.gnuplot)) {
+      std::printf(" %s", image.c_str());
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  if (failed > 0) {
+    std::fprintf(stderr, "nkisim sweep: %d of %zu points failed; their errors are in %s.csv\n", failed,
+                 sweep.points.size(), out.c_str());
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
 void AddSweepCommand(CLI::App* cmd, int* exit_code) {
-  struct Options {
-    std::string path;
-    std::string out;
-    std::string mpirun = "mpirun";
-    std::string gnuplot = "gnuplot";
-    bool functional = false;
-    bool resume = false;
-    bool no_plots = false;
-  };
   auto o = std::make_shared<Options>();
   cmd->add_option("sweep", o->path, "sweep file (text proto or JSON; docs/sweep.md)")->required();
   cmd->add_option("--out", o->out,
@@ -47,12 +98,15 @@ void AddSweepCommand(CLI::App* cmd, int* exit_code) {
                                    "without mpirun");
     }
     // Everything that can be checked is checked before the first point runs.
-    const ResolvedSweep sweep = LoadSweep(o->path);
-    const std::string out = o->out.empty() ? sweep.output : o->out;
-    if (out.empty() || out.back() == '/') {
-      Raise(ErrorCode::kBadConfig, StrCat("--out: '", out, "' must name a file prefix, e.g. results/decode"));
+    const std::string text = ReadConfigFile(o->path, "sweep file");
+    proto::Sweep spec;
+    ParseConfigText(text, o->path, &spec);
+    if (IsPredictSweep(spec)) {
+      *exit_code = RunPredictSweepCommand(*o, spec);
+      return;
     }
-    CheckWritable(out + ".csv", "--out");
+    const ResolvedSweep sweep = ResolveSweep(text, o->path);
+    const std::string out = OutputPrefix(*o, sweep.output);
     if (!o->no_plots) CheckGnuplot(o->gnuplot);
     std::map<std::string, PointResult> recorded;
     if (o->resume) {

@@ -99,6 +99,7 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
     if (plan.lnc != 1 && plan.lnc != 2) {
       p.push_back(StrCat("plan '", plan.name, "': lnc: ", plan.lnc, ": must be 1 or 2"));
     }
+    if (plan.replicas < 1) p.push_back(StrCat("plan '", plan.name, "': replicas: ", plan.replicas, ": must be >= 1"));
   }
   return p;
 }
@@ -126,6 +127,20 @@ struct PlanScenarios {
   std::vector<ResolvedScenario> decode;  // one per sampled KV length
 };
 
+// R replicas take tp x R ranks; the layer scenario (one replica) checks tp against the instances,
+// this checks the replicas' ranks.
+void CheckReplicaRanks(const PredictRequest& r, const PredictPlan& plan, const HardwareProfile& hw) {
+  if (plan.replicas <= 1 || plan.lnc < 1) return;
+  const int64_t per_instance = int64_t{hw.physical_cores_per_chip()} / plan.lnc * hw.chips_per_instance();
+  const int64_t ranks = int64_t{plan.tp} * plan.replicas;
+  if (ranks > per_instance * r.instances) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat("predict: 1 problem:\n  plan '", plan.name, "': replicas: ", plan.replicas, " x tp ", plan.tp, " = ",
+                 ranks, " ranks: more than ", r.instances, r.instances == 1 ? " instance holds (" : " instances hold (",
+                 per_instance, " ranks each at LNC ", plan.lnc, "; --instances / instances)"));
+  }
+}
+
 PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   const Chunks chunks = PrefillChunks(r);
   // The prefill's layers take identical times (no phase overlaps the layer before it, unlike the
@@ -133,6 +148,7 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   // a `layers: L` run.
   PlanScenarios s{chunks, Resolve(LayerScenario(r, plan, true, chunks.tokens, 1), r.model.source + " (prefill)"),
                   {}};
+  CheckReplicaRanks(r, plan, s.prefill.profile);
   // The first sampled length with two layers (first and steady layer), the others with one: the
   // steady layer's saving is the QKV's overlap with the residual before it, neither of which
   // reads the cache, so it is the same at every KV length.
@@ -200,7 +216,8 @@ void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPredic
 // it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
 // one chunk's, of which the k simulated chunks hold k.
 void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
-  const LayerTimes prefill = Layers(RunTimingJob(s.prefill).scenarios(0));
+  const std::string trace = r.trace_path.empty() ? "" : TracePaths(r.trace_path, out.plan).second;
+  const LayerTimes prefill = Layers(RunTimingJob(s.prefill, trace).scenarios(0));
   const int k = s.chunks.count, L = r.model.layers;
   double attention_us = 0;
   for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
@@ -216,7 +233,8 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
 void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
   double saving_ns = 0;  // first - steady layer, from the two-layer sample
   for (size_t i = 0; i < s.decode.size(); ++i) {
-    const LayerTimes d = Layers(RunTimingJob(s.decode[i]).scenarios(0));
+    const std::string trace = i == 0 && !r.trace_path.empty() ? TracePaths(r.trace_path, out.plan).first : "";
+    const LayerTimes d = Layers(RunTimingJob(s.decode[i], trace).scenarios(0));
     const int kv = static_cast<int>(s.decode[i].spec.kv_length());
     if (i == 0) {
       saving_ns = d.first_ns - d.steady_ns;
@@ -242,8 +260,8 @@ void PredictTimes(const PredictRequest& r, const PlanScenarios& s, PlanPredictio
   out.tpot_ms = out.device_tpot_ms + out.host_ms_per_step;
   out.tokens_per_s = 1000.0 / out.tpot_ms;
   const int per_instance = static_cast<int>(hw.physical_cores_per_chip() / plan.lnc * hw.chips_per_instance());
-  const double instances = std::max(1.0, std::ceil(static_cast<double>(plan.tp) / per_instance));
-  out.tokens_per_s_instance = out.tokens_per_s * r.batch / instances;
+  const double instances = std::max(1.0, std::ceil(static_cast<double>(plan.tp) * plan.replicas / per_instance));
+  out.tokens_per_s_instance = out.tokens_per_s * r.batch * plan.replicas / instances;
 }
 
 // The HBM verdict first; then the times. A plan that does not fit HBM and whose layer the
@@ -267,8 +285,19 @@ PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan
 std::string DefaultPlanName(const PredictPlan& p) {
   std::string name = StrCat("tp", p.tp);
   if (p.attention_dp > 1) name += StrCat("xdp", p.attention_dp);
+  if (p.replicas > 1) name += StrCat("r", p.replicas);
   if (p.lnc == 1) name += "_lnc1";
   return name;
+}
+
+std::pair<std::string, std::string> TracePaths(const std::string& path, const PredictPlan& plan) {
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  const size_t at = dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1
+                        ? path.size()
+                        : dot;
+  const std::string stem = path.substr(0, at), ext = path.substr(at);
+  return {StrCat(stem, ".", plan.name, ".decode", ext), StrCat(stem, ".", plan.name, ".prefill", ext)};
 }
 
 PredictPlan ParsePlan(const std::string& text) {
@@ -290,9 +319,11 @@ PredictPlan ParsePlan(const std::string& text) {
       p.attention_dp = ParseCount(value, key, text);
     } else if (key == "lnc") {
       p.lnc = ParseCount(value, key, text);
+    } else if (key == "replicas") {
+      p.replicas = ParseCount(value, key, text);
     } else {
       Raise(ErrorCode::kBadConfig, StrCat("--plan ", text, ": '", item, "': unknown; a plan is ",
-                                          "tp=N[,attention_dp=G][,lnc=L] or tpN"));
+                                          "tp=N[,attention_dp=G][,lnc=L][,replicas=R] or tpN"));
     }
     start = comma + 1;
   }
@@ -364,13 +395,25 @@ double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int 
   return sum / output_tokens;
 }
 
-std::vector<PlanPrediction> Predict(const PredictRequest& r) {
+namespace {
+
+void RaiseRequestProblems(const PredictRequest& r) {
   const std::vector<std::string> problems = RequestProblems(r);
-  if (!problems.empty()) {
-    std::string message = StrCat("predict: ", problems.size(), problems.size() == 1 ? " problem:" : " problems:");
-    for (const std::string& p : problems) message += StrCat("\n  ", p);
-    Raise(ErrorCode::kBadConfig, message);
-  }
+  if (problems.empty()) return;
+  std::string message = StrCat("predict: ", problems.size(), problems.size() == 1 ? " problem:" : " problems:");
+  for (const std::string& p : problems) message += StrCat("\n  ", p);
+  Raise(ErrorCode::kBadConfig, message);
+}
+
+}  // namespace
+
+void CheckPredictRequest(const PredictRequest& r) {
+  RaiseRequestProblems(r);
+  for (const PredictPlan& plan : r.plans) ResolvePlan(r, plan);
+}
+
+std::vector<PlanPrediction> Predict(const PredictRequest& r) {
+  RaiseRequestProblems(r);
   // Every plan's layer scenarios resolved (and so checked) before any simulation runs.
   std::vector<PlanScenarios> scenarios;
   for (const PredictPlan& plan : r.plans) scenarios.push_back(ResolvePlan(r, plan));

@@ -32,10 +32,14 @@
 namespace nkisim::launcher {
 
 struct PredictPlan {
-  std::string name;  // "tp64", "tp64xdp8", "_lnc1" appended at LNC 1
+  std::string name;  // "tp64", "tp64xdp8", "r4" appended for 4 replicas, "_lnc1" at LNC 1
   int tp = 0;
   int attention_dp = 1;  // G, decode only (the prefill runs as plain TP)
   int lnc = 2;
+  // R independent copies of the tp ranks, each serving its own B requests (data parallel): the
+  // times are one replica's (one is simulated: replicas share nothing), the ranks and the
+  // tokens per instance R times one's.
+  int replicas = 1;
 };
 
 struct PredictRequest {
@@ -52,7 +56,14 @@ struct PredictRequest {
   // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
   // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
   int max_prefill_chunk = 1024;
+  // --trace: the Chrome/Perfetto traces of each plan's simulated jobs, the decode layers at KV S
+  // and the prefill chunk's layer (TracePaths); "" none.
+  std::string trace_path;
 };
+
+// The trace files of a plan under --trace PATH: PATH with ".<plan>.decode" and ".<plan>.prefill"
+// put before its extension ("t.json" -> "t.tp64.decode.json", "t.tp64.prefill.json").
+std::pair<std::string, std::string> TracePaths(const std::string& path, const PredictPlan& plan);
 
 struct PhaseTime {
   std::string phase;
@@ -71,7 +82,7 @@ struct PlanPrediction {
   double lm_head_prefill_ns = 0, lm_head_decode_ns = 0;  // incl. the cross-rank argmax
   double ttft_ms = 0, device_tpot_ms = 0, host_ms_per_step = 0, tpot_ms = 0;
   double tokens_per_s = 0;               // per request
-  double tokens_per_s_instance = 0;      // B requests, per instance
+  double tokens_per_s_instance = 0;      // B requests x R replicas, per instance they take
   HbmFootprint layers_hbm;               // all layers, KV cache at S + N
   int64_t embedding_bytes = 0;           // embedding + LM head share per rank
   int64_t hbm_bytes = 0, hbm_capacity = 0;
@@ -84,7 +95,8 @@ struct PlanPrediction {
   std::string error;       // why (the kernel's error)
 };
 
-// "tp=64[,attention_dp=8][,lnc=1]" (also "tp64"); throws Error(kBadConfig) naming the value.
+// "tp=64[,attention_dp=8][,lnc=1][,replicas=4]" (also "tp64"); throws Error(kBadConfig) naming
+// the value.
 PredictPlan ParsePlan(const std::string& text);
 std::string DefaultPlanName(const PredictPlan& p);
 
@@ -100,11 +112,16 @@ std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int sa
 double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,
                         int output_tokens);
 
-// Checks the request (every problem at once, Error(kBadConfig), exit 14) and predicts each plan.
+// Checks the request without simulating anything: every problem at once ("predict: N problems:
+// ..."), then each plan's layer scenarios with the rules of `nkisim run` (Error(kBadConfig)).
+void CheckPredictRequest(const PredictRequest& r);
+// Checks the request (as CheckPredictRequest) and predicts each plan.
 std::vector<PlanPrediction> Predict(const PredictRequest& r);
 
 std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& p);
 // The JSON of docs/predict.md (per plan name, ttft_ms, tpot_ms, ...).
 std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& p);
+// One plan's object of that JSON (what `nkisim sweep` records per point of a predict sweep).
+std::string PlanPredictionJson(const PlanPrediction& p);
 
 }  // namespace nkisim::launcher

@@ -35,8 +35,10 @@ std::string Verdict(const PlanPrediction& p) {
 
 std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const int L = r.model.layers;
-  std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d)%s\n", p.plan.name.c_str(), p.plan.tp,
-                              p.plan.attention_dp, p.plan.lnc, p.fits ? "" : "  [DOES NOT FIT HBM]");
+  std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d%s)%s\n", p.plan.name.c_str(), p.plan.tp,
+                              p.plan.attention_dp, p.plan.lnc,
+                              p.plan.replicas > 1 ? StrPrintf(", %d replicas", p.plan.replicas).c_str() : "",
+                              p.fits ? "" : "  [DOES NOT FIT HBM]");
   const std::string hbm = StrCat("  HBM per logical core: ", FormatHbmFootprint(p.layers_hbm),
                                  StrPrintf("; + embedding / LM head share %.2f GiB = %.2f of %.2f GiB: ",
                                            p.embedding_bytes / kGiB, p.hbm_bytes / kGiB, p.hbm_capacity / kGiB),
@@ -59,8 +61,9 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
                    "%.3f ms) + host %.3f ms/step (profile host_ms_per_step)\n",
                    p.tpot_ms, p.device_tpot_ms, L, p.decode_stack_mean_ns / 1e6, r.input_tokens,
                    r.input_tokens + r.output_tokens - 1, p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
-  out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d)\n", p.tokens_per_s,
-                   p.tokens_per_s_instance, r.batch);
+  out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d%s)\n", p.tokens_per_s,
+                   p.tokens_per_s_instance, r.batch,
+                   p.plan.replicas > 1 ? StrPrintf(" in each of %d replicas", p.plan.replicas).c_str() : "");
   out += "  decode layers sampled at KV:";
   for (const auto& [kv, ns] : p.samples) out += StrPrintf(" %d: %.3f ms;", kv, ns / 1e6);
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
@@ -94,50 +97,58 @@ std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPre
   return out;
 }
 
+namespace {
+
+nlohmann::json PlanJson(const PlanPrediction& p) {
+  nlohmann::json decode, prefill, samples = nlohmann::json::array();
+  for (const auto& [kv, ns] : p.samples) samples.push_back({{"kv_length", kv}, {"layers_ns", ns}});
+  for (const PhaseTime& t : p.decode_phases) decode[t.phase] = t.us;
+  for (const PhaseTime& t : p.prefill_phases) prefill[t.phase] = t.us;
+  if (!p.simulated) {
+    return {{"name", p.plan.name}, {"simulated", false}, {"error", p.error},
+            {"ttft_ms", nullptr}, {"tpot_ms", nullptr}, {"device_tpot_ms", nullptr},
+            {"host_ms_per_step", nullptr}, {"tokens_per_s", nullptr},
+            {"hbm_bytes_per_rank", p.hbm_bytes}, {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
+            {"fits", p.fits}, {"max_batch", p.max_batch}, {"max_input_tokens", p.max_input}};
+  }
+  return {{"name", p.plan.name},
+          {"simulated", true},
+          {"tp", p.plan.tp},
+          {"attention_dp", p.plan.attention_dp},
+          {"lnc", p.plan.lnc},
+          {"replicas", p.plan.replicas},
+          {"ttft_ms", p.ttft_ms},
+          {"tpot_ms", p.tpot_ms},
+          {"device_tpot_ms", p.device_tpot_ms},
+          {"host_ms_per_step", p.host_ms_per_step},
+          {"tokens_per_s", p.tokens_per_s},
+          {"tokens_per_s_per_instance", p.tokens_per_s_instance},
+          {"hbm_bytes_per_rank", p.hbm_bytes},
+          {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
+          {"fits", p.fits},
+          {"max_batch", p.max_batch},
+          {"max_input_tokens", p.max_input},
+          {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
+          {"lm_head_prefill_ms", p.lm_head_prefill_ns / 1e6},
+          {"prefill_layers_ns", p.prefill_stack_ns},
+          {"prefill_chunks", p.prefill_chunks},
+          {"prefill_chunk_tokens", p.prefill_chunk_tokens},
+          {"decode_layers_mean_ns", p.decode_stack_mean_ns},
+          {"decode_samples", samples},
+          {"embedding_bytes_per_rank", p.embedding_bytes},
+          {"hbm_layers_bytes_per_rank", p.layers_hbm.total()},
+          {"decode_layer_phases_us", decode},
+          {"decode_phases_kv_length", p.decode_phases_kv},
+          {"prefill_layer_phases_us", prefill}};
+}
+
+}  // namespace
+
+std::string PlanPredictionJson(const PlanPrediction& p) { return PlanJson(p).dump(); }
+
 std::string PredictionsJson(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
   nlohmann::json plans = nlohmann::json::array();
-  for (const PlanPrediction& p : preds) {
-    nlohmann::json decode, prefill, samples = nlohmann::json::array();
-    for (const auto& [kv, ns] : p.samples) samples.push_back({{"kv_length", kv}, {"layers_ns", ns}});
-    for (const PhaseTime& t : p.decode_phases) decode[t.phase] = t.us;
-    for (const PhaseTime& t : p.prefill_phases) prefill[t.phase] = t.us;
-    if (!p.simulated) {
-      plans.push_back({{"name", p.plan.name}, {"simulated", false}, {"error", p.error},
-                       {"ttft_ms", nullptr}, {"tpot_ms", nullptr}, {"device_tpot_ms", nullptr},
-                       {"host_ms_per_step", nullptr}, {"tokens_per_s", nullptr},
-                       {"hbm_bytes_per_rank", p.hbm_bytes}, {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
-                       {"fits", p.fits}, {"max_batch", p.max_batch}, {"max_input_tokens", p.max_input}});
-      continue;
-    }
-    plans.push_back({{"name", p.plan.name},
-                     {"simulated", true},
-                     {"tp", p.plan.tp},
-                     {"attention_dp", p.plan.attention_dp},
-                     {"lnc", p.plan.lnc},
-                     {"ttft_ms", p.ttft_ms},
-                     {"tpot_ms", p.tpot_ms},
-                     {"device_tpot_ms", p.device_tpot_ms},
-                     {"host_ms_per_step", p.host_ms_per_step},
-                     {"tokens_per_s", p.tokens_per_s},
-                     {"tokens_per_s_per_instance", p.tokens_per_s_instance},
-                     {"hbm_bytes_per_rank", p.hbm_bytes},
-                     {"hbm_capacity_bytes_per_rank", p.hbm_capacity},
-                     {"fits", p.fits},
-                     {"max_batch", p.max_batch},
-                     {"max_input_tokens", p.max_input},
-                     {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
-                     {"lm_head_prefill_ms", p.lm_head_prefill_ns / 1e6},
-                     {"prefill_layers_ns", p.prefill_stack_ns},
-                     {"prefill_chunks", p.prefill_chunks},
-                     {"prefill_chunk_tokens", p.prefill_chunk_tokens},
-                     {"decode_layers_mean_ns", p.decode_stack_mean_ns},
-                     {"decode_samples", samples},
-                     {"embedding_bytes_per_rank", p.embedding_bytes},
-                     {"hbm_layers_bytes_per_rank", p.layers_hbm.total()},
-                     {"decode_layer_phases_us", decode},
-                     {"decode_phases_kv_length", p.decode_phases_kv},
-                     {"prefill_layer_phases_us", prefill}});
-  }
+  for (const PlanPrediction& p : preds) plans.push_back(PlanJson(p));
   const nlohmann::json doc = {{"model", r.model.source},
                               {"architecture", r.model.architecture},
                               {"layers", r.model.layers},

@@ -14,7 +14,7 @@
 
 namespace nkisim::launcher {
 
-proto::RunReport RunTimingJob(const ResolvedScenario& sc) {
+proto::RunReport RunTimingJob(const ResolvedScenario& sc, const std::string& trace_path) {
   SetSimMode(SimMode::kTimingOnly);
   const int world = sc.world_size();
   collectives::LocalFabric fabric(world);
@@ -28,7 +28,7 @@ proto::RunReport RunTimingJob(const ResolvedScenario& sc) {
           [&fabric, rank](const collectives::ResolvedTopology& topology, LogicalCore& lnc) {
             return std::make_unique<collectives::RankContext>(fabric, rank, topology, lnc);
           },
-          [](const proto::RankMessage&) {}, nullptr, false);
+          [](const proto::RankMessage&) {}, nullptr, !trace_path.empty());
       std::lock_guard<std::mutex> lock(mutex);
       results[rank] = std::move(r);
     } catch (const Error& e) {
@@ -44,6 +44,7 @@ proto::RunReport RunTimingJob(const ResolvedScenario& sc) {
   for (int r = 0; r < world; ++r) threads.emplace_back(rank_main, r);
   for (std::thread& t : threads) t.join();
   if (failure) throw *failure;
+  if (!trace_path.empty()) WriteRunTrace(sc, results, trace_path);
   return BuildReport(sc, results, 0.0, /*timing_only=*/true, /*in_process=*/true);
 }
 

@@ -100,6 +100,40 @@ void CheckGnuplot(const std::string& gnuplot) {
   }
 }
 
+void RunGnuplotScript(const std::string& at, const std::vector<std::string>& images, const std::string& gnuplot) {
+  const std::filesystem::path prefix(at);
+  const std::filesystem::path dir = prefix.has_parent_path() ? prefix.parent_path() : ".";
+  const std::string base = prefix.filename().string();
+  for (const std::string& image : images) {
+    std::error_code ec;
+    std::filesystem::remove(image, ec);
+  }
+  const std::string log = at + ".plots.log";
+  const boost::filesystem::path program =
+      gnuplot.find('/') != std::string::npos ? boost::filesystem::path(gnuplot) : bp::search_path(gnuplot);
+  int code = -1;
+  try {
+    code = bp::system(bp::exe = program, bp::args = std::vector<std::string>{base + ".plots.gp"},
+                      bp::start_dir = dir.string(),
+                      (bp::std_out & bp::std_err) > boost::filesystem::path(std::filesystem::absolute(log).string()),
+                      bp::std_in < bp::null);
+  } catch (const std::exception& e) {
+    Raise(ErrorCode::kBadConfig, StrCat("gnuplot: cannot start '", gnuplot, "': ", e.what()));
+  }
+  std::vector<std::string> missing;
+  for (const std::string& image : images) {
+    if (!std::filesystem::exists(image) || std::filesystem::file_size(image) == 0) missing.push_back(image);
+  }
+  if (code != 0 || !missing.empty()) {
+    std::string text = ReadText(log);
+    if (text.size() > 1500) text = StrCat("...", text.substr(text.size() - 1500));
+    Raise(ErrorCode::kInternal, StrCat("gnuplot failed on ", at, ".plots.gp (exit ", code, ", ", missing.size(),
+                                       " of ", images.size(), " images missing); its output (", log, "):\n", text));
+  }
+}
+
+std::string GnuplotQuote(const std::string& s) { return Quote(s); }
+
 std::vector<std::string> WritePlots(const ResolvedSweep& sweep, const SweepResults& results,
                                     const std::string& out, const std::string& gnuplot) {
   const std::filesystem::path prefix(out);
@@ -262,32 +296,7 @@ std::vector<std::string> WritePlots(const ResolvedSweep& sweep, const SweepResul
   WriteFileAtomically(at + ".plots.gp", script, "gnuplot script");
   const std::vector<std::string> images = {at + ".pareto.png", at + ".pareto.svg", at + ".phases.png",
                                            at + ".phases.svg"};
-  for (const std::string& image : images) {
-    std::error_code ec;
-    std::filesystem::remove(image, ec);
-  }
-  const std::string log = at + ".plots.log";
-  const boost::filesystem::path program =
-      gnuplot.find('/') != std::string::npos ? boost::filesystem::path(gnuplot) : bp::search_path(gnuplot);
-  int code = -1;
-  try {
-    code = bp::system(bp::exe = program, bp::args = std::vector<std::string>{base + ".plots.gp"},
-                      bp::start_dir = dir.string(),
-                      (bp::std_out & bp::std_err) > boost::filesystem::path(std::filesystem::absolute(log).string()),
-                      bp::std_in < bp::null);
-  } catch (const std::exception& e) {
-    Raise(ErrorCode::kBadConfig, StrCat("gnuplot: cannot start '", gnuplot, "': ", e.what()));
-  }
-  std::vector<std::string> missing;
-  for (const std::string& image : images) {
-    if (!std::filesystem::exists(image) || std::filesystem::file_size(image) == 0) missing.push_back(image);
-  }
-  if (code != 0 || !missing.empty()) {
-    std::string text = ReadText(log);
-    if (text.size() > 1500) text = StrCat("...", text.substr(text.size() - 1500));
-    Raise(ErrorCode::kInternal, StrCat("gnuplot failed on ", at, ".plots.gp (exit ", code, ", ", missing.size(),
-                                       " of 4 images missing); its output (", log, "):\n", text));
-  }
+  RunGnuplotScript(at, images, gnuplot);
   return images;
 }
 

@@ -34,4 +34,11 @@ void CheckGnuplot(const std::string& gnuplot = "gnuplot");
 std::vector<std::string> WritePlots(const ResolvedSweep& sweep, const SweepResults& results,
                                     const std::string& out, const std::string& gnuplot = "gnuplot");
 
+// Runs gnuplot on <at>.plots.gp in <at>'s directory, its output in <at>.plots.log; throws
+// Error(kInternal) with the end of that output when it fails or an image is missing or empty.
+void RunGnuplotScript(const std::string& at, const std::vector<std::string>& images,
+                      const std::string& gnuplot = "gnuplot");
+// A gnuplot single-quoted string ('it''s').
+std::string GnuplotQuote(const std::string& s);
+
 }  // namespace nkisim::launcher

@@ -68,59 +68,11 @@ std::string Values(const google::protobuf::RepeatedField<T>& values) {
   return out + "]";
 }
 
-// The problems of a scenario that did not resolve: the lines of "source: N problems:\n  ...", or
-// the one message of an error raised before the checks (an unreadable profile).
+using Problems = SweepProblems;
+
 std::vector<std::string> ProblemsOf(const Error& e, const std::string& source) {
-  std::string message = e.what();
-  if (message.rfind(source + ": ", 0) == 0) message = message.substr(source.size() + 2);
-  const size_t newline = message.find('\n');
-  if (newline == std::string::npos || message.find(" problem") > newline) return {message};
-  std::vector<std::string> problems;
-  size_t start = newline + 1;
-  while (start < message.size()) {
-    size_t end = message.find('\n', start);
-    if (end == std::string::npos) end = message.size();
-    std::string line = message.substr(start, end - start);
-    if (line.rfind("  ", 0) == 0) line = line.substr(2);
-    if (!line.empty()) problems.push_back(line);
-    start = end + 1;
-  }
-  return problems;
+  return SweepProblemsOf(e, source);
 }
-
-// Problems in the order first found, each with the points it concerns (none: the sweep itself).
-class Problems {
- public:
-  void Add(const std::string& problem, const std::string& point = "") {
-    auto [it, inserted] = points_.try_emplace(problem);
-    if (inserted) order_.push_back(problem);
-    if (!point.empty()) it->second.push_back(point);
-  }
-  bool empty() const { return order_.empty(); }
-  // Throws Error(kBadConfig) listing every problem, when there is one.
-  void RaiseIfAny(const std::string& source, size_t total_points) const {
-    if (order_.empty()) return;
-    std::string message = StrCat(source, ": ", order_.size(), " problem", order_.size() == 1 ? "" : "s",
-                                 " (no point was run):");
-    for (const std::string& p : order_) {
-      message += StrCat("\n  ", p);
-      const std::vector<std::string>& at = points_.at(p);
-      if (at.empty()) continue;
-      if (at.size() == total_points && total_points > 1) {
-        message += StrCat("\n    at every point (", total_points, ")");
-        continue;
-      }
-      message += StrCat("\n    at ", at.size() == 1 ? "point " : StrCat(at.size(), " points: "));
-      for (size_t i = 0; i < at.size() && i < kPointsShown; ++i) message += StrCat(i ? "; " : "", at[i]);
-      if (at.size() > kPointsShown) message += StrCat("; and ", at.size() - kPointsShown, " more");
-    }
-    Raise(ErrorCode::kBadConfig, message);
-  }
-
- private:
-  std::vector<std::string> order_;
-  std::map<std::string, std::vector<std::string>> points_;
-};
 
 template <typename T>
 void CheckUnique(const char* axis, const google::protobuf::RepeatedField<T>& values, Problems& problems) {
@@ -192,6 +144,49 @@ bool CheckTpAlgorithm(const ResolvedScenario& r, const SweepPoint& point, Proble
 
 }  // namespace
 
+std::vector<std::string> SweepProblemsOf(const Error& e, const std::string& source) {
+  std::string message = e.what();
+  if (message.rfind(source + ": ", 0) == 0) message = message.substr(source.size() + 2);
+  const size_t newline = message.find('\n');
+  if (newline == std::string::npos || message.find(" problem") > newline) return {message};
+  std::vector<std::string> problems;
+  size_t start = newline + 1;
+  while (start < message.size()) {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos) end = message.size();
+    std::string line = message.substr(start, end - start);
+    if (line.rfind("  ", 0) == 0) line = line.substr(2);
+    if (!line.empty()) problems.push_back(line);
+    start = end + 1;
+  }
+  return problems;
+}
+
+void SweepProblems::Add(const std::string& problem, const std::string& point) {
+  auto [it, inserted] = points_.try_emplace(problem);
+  if (inserted) order_.push_back(problem);
+  if (!point.empty()) it->second.push_back(point);
+}
+
+void SweepProblems::RaiseIfAny(const std::string& source, size_t total_points) const {
+  if (order_.empty()) return;
+  std::string message = StrCat(source, ": ", order_.size(), " problem", order_.size() == 1 ? "" : "s",
+                               " (no point was run):");
+  for (const std::string& p : order_) {
+    message += StrCat("\n  ", p);
+    const std::vector<std::string>& at = points_.at(p);
+    if (at.empty()) continue;
+    if (at.size() == total_points && total_points > 1) {
+      message += StrCat("\n    at every point (", total_points, ")");
+      continue;
+    }
+    message += StrCat("\n    at ", at.size() == 1 ? "point " : StrCat(at.size(), " points: "));
+    for (size_t i = 0; i < at.size() && i < kPointsShown; ++i) message += StrCat(i ? "; " : "", at[i]);
+    if (at.size() > kPointsShown) message += StrCat("; and ", at.size() - kPointsShown, " more");
+  }
+  Raise(ErrorCode::kBadConfig, message);
+}
+
 std::string ScenarioText(const proto::Scenario& scenario) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(scenario, &text);
@@ -215,6 +210,20 @@ ResolvedSweep ResolveSweep(const std::string& text, const std::string& source) {
   r.output = !spec.output().empty() ? spec.output() : file.stem().string();
 
   Problems problems;
+  // The predict sweep's fields (launcher/sweep/predict_sweep.h) need its model axis.
+  if (!spec.input_tokens().empty()) {
+    problems.Add(StrCat("input_tokens: ", Values(spec.input_tokens()), ": an axis of a predict sweep; give a model axis "
+                        "(model: [\"configs/models/...json\"]) or use kv_length / seq_len"));
+  }
+  if (!spec.output_tokens().empty()) {
+    problems.Add(StrCat("output_tokens: ", Values(spec.output_tokens()), ": an axis of a predict sweep; give a model "
+                        "axis (model: [\"configs/models/...json\"])"));
+  }
+  if (spec.tpot_ms_max() != 0 || spec.ttft_ms_max() != 0) {
+    problems.Add(StrCat(spec.tpot_ms_max() != 0 ? "tpot_ms_max" : "ttft_ms_max", ": ",
+                        spec.tpot_ms_max() != 0 ? spec.tpot_ms_max() : spec.ttft_ms_max(),
+                        ": a target of a predict sweep; give a model axis (model: [\"configs/models/...json\"])"));
+  }
   bool have_base = spec.has_base();
   if (spec.has_base()) {
     r.base = spec.base();

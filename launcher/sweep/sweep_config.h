@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "launcher/scenarios/scenario_config.h"
 #include "proto/scenario.pb.h"
 #include "proto/sweep.pb.h"
+#include "runtime/error.h"
 
 namespace nkisim::launcher {
 
@@ -66,6 +68,23 @@ struct ResolvedSweep {
   // "kv_length" (decode) or "seq_len" (prefill): the name of the length axis.
   const char* length_axis() const { return workload == Workload::kDecode ? "kv_length" : "seq_len"; }
 };
+
+// The problems a sweep's check finds, in the order first found, each with the points it concerns
+// (none: the sweep itself); RaiseIfAny throws Error(kBadConfig) listing them all ("source: N
+// problems (no point was run):\n  problem\n    at 2 points: key; key").
+class SweepProblems {
+ public:
+  void Add(const std::string& problem, const std::string& point = "");
+  bool empty() const { return order_.empty(); }
+  void RaiseIfAny(const std::string& source, size_t total_points) const;
+
+ private:
+  std::vector<std::string> order_;
+  std::map<std::string, std::vector<std::string>> points_;
+};
+
+// The lines of an error "source: N problems:\n  ...", or its one message.
+std::vector<std::string> SweepProblemsOf(const Error& e, const std::string& source);
 
 // Reads and resolves a sweep file. Throws Error(kBadConfig): "source:line:column: ..." on syntax
 // errors and unknown fields; otherwise one message listing every problem found, each naming the

@@ -421,6 +421,21 @@ std::vector<Case> Cases() {
   sweep("profile_missing", kSweepBase + "plans { tp: 8 } batch: [4] kv_length: [128] hardware_profile: [\"$T/nope.textproto\"]", "hardware_profile: '$T/nope.textproto'");
   sweep("unknown_field", kSweepBase + "plans { tp: 8 } batch: [4] kv_length: [128] bogus: 1", "no field named \"bogus\"");
   sweep("seq_len_on_decode", kSweepBase + "plans { tp: 8 } batch: [4] kv_length: [128] seq_len: [64]", "seq_len: [64]: the base's workload is decode");
+  // Predict sweeps (a model axis): refused before any point runs.
+  const std::string kPredictSweep = "model: [\"$C/models/Llama-3.1-8B.config.json\"] plans { tp: 8 } batch: [1] "
+                                    "output_tokens: [4] ";
+  sweep("predict_input_zero", kPredictSweep + "input_tokens: [0]", "input_tokens: 0: must be in [1, 16777216]");
+  sweep("predict_kv_length", kPredictSweep + "input_tokens: [64] kv_length: [128]",
+        "kv_length: [128]: a sweep with a model axis predicts whole models");
+  sweep("predict_target_negative", kPredictSweep + "input_tokens: [64] tpot_ms_max: -2",
+        "tpot_ms_max: -2: must be a finite number of ms > 0");
+  sweep("predict_model_missing", "model: [\"$T/nope.json\"] plans { tp: 8 } batch: [1] input_tokens: [64] output_tokens: [4]",
+        "model: '$T/nope.json'");
+  sweep("predict_no_input_axis", kPredictSweep, "input_tokens: empty: a predict sweep needs at least one value");
+  sweep("predict_axis_on_layer_sweep", kSweepBase + "plans { tp: 8 } batch: [4] kv_length: [128] input_tokens: [64]",
+        "input_tokens: [64]: an axis of a predict sweep");
+  add("sweep", "sweep_predict_functional", "sweep $T/w.textproto --out $T/sw --no-plots --functional",
+      {Text("w.textproto", kPredictSweep + "input_tokens: [64]")}, 14, "--functional: a sweep with a model axis");
   add("sweep", "sweep_fifo", "sweep $T/f --no-plots", {Fifo("f")}, 14, "$T/f: the sweep file is a FIFO");
   add("sweep", "sweep_dev_zero", "sweep /dev/zero --no-plots", {}, 14, "/dev/zero: the sweep file is a device");
   add("sweep", "sweep_missing", "sweep $T/nope.textproto --no-plots", {}, 14, "cannot open sweep file");
@@ -495,7 +510,7 @@ TEST(BadInputSuite, EveryCaseEndsWithItsTypedExitCodeAndNamesTheProblem) {
       } else if (f.kind == File::kFifo) {
         ASSERT_EQ(mkfifo(path.c_str(), 0644), 0) << path;
       } else {
-        std::ofstream(path, std::ios::binary) << Replace(f.content, "$T", dir);
+        std::ofstream(path, std::ios::binary) << Replace(Replace(f.content, "$T", dir), "$C", configs);
       }
     }
     const std::string args = Replace(Replace(k.args, "$T", dir), "$C", configs);

@@ -8,6 +8,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,137 @@ TEST(PredictE2eTest, BadInputsAreRefusedWithFieldValueAndRule) {
     EXPECT_EQ(r.exit_code, 14) << c.name << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.expected)) << c.name;
   }
+}
+
+// A predict sweep (a sweep file with a model axis) end to end: every point equals a `predict`
+// of that plan and shape, the verdict names per shape the fastest plan that meets the target,
+// and the two plots are drawn.
+TEST(PredictE2eTest, APredictSweepTabulatesPredictionsAndPicksThePlanThatMeetsTheTarget) {
+  const std::string model = WriteConfig("sweep_tiny.json", TinyConfig(2).dump());
+  // The target sits between the two plans' TPOT at batch 1, read from a direct predict of each.
+  const Result tp4 = Predict(model, "--tp 4 --batch 1 --input-tokens 128 --output-tokens 4", "sw_tp4");
+  const Result tp8 = Predict(model, "--tp 8 --batch 1 --input-tokens 128 --output-tokens 4", "sw_tp8");
+  ASSERT_EQ(tp4.exit_code, 0) << tp4.output;
+  ASSERT_EQ(tp8.exit_code, 0) << tp8.output;
+  const double t4 = tp4.doc["plans"][0]["tpot_ms"].get<double>(), t8 = tp8.doc["plans"][0]["tpot_ms"].get<double>();
+  ASSERT_NE(t4, t8);
+  const double target = (t4 + t8) / 2;
+  const std::string faster = t4 < t8 ? "tp4" : "tp8", slower = t4 < t8 ? "tp8" : "tp4";
+  const std::string sweep = WriteConfig("sweep.textproto",
+      "title: \"tiny predict sweep\"\nmodel: [\"" + model + "\"]\nplans { tp: 4 } plans { tp: 8 }\n"
+      "batch: [1, 2]\ninput_tokens: [64, 128]\noutput_tokens: [4]\ntpot_ms_max: " + std::to_string(target) + "\n");
+  const std::string out = TempPath("sweep_out");
+  const auto r = nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " sweep " + sweep + " --out " + out, 240);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json doc = json::parse(ReadFile(out + ".json"));
+  ASSERT_EQ(doc["points"].size(), 8u);  // 2 plans x 2 batches x 2 input lengths
+  int matched = 0;
+  for (const json& p : doc["points"]) {
+    EXPECT_EQ(p["status"], "ok") << p.dump();
+    if (p["batch"] != 1 || p["input_tokens"] != 128) continue;
+    const json& direct = p["plan"] == "tp4" ? tp4.doc["plans"][0] : tp8.doc["plans"][0];
+    EXPECT_DOUBLE_EQ(p["prediction"]["tpot_ms"].get<double>(), direct["tpot_ms"].get<double>());
+    EXPECT_DOUBLE_EQ(p["prediction"]["ttft_ms"].get<double>(), direct["ttft_ms"].get<double>());
+    EXPECT_EQ(p["meets_targets"].get<bool>(), p["plan"] == faster);
+    ++matched;
+  }
+  EXPECT_EQ(matched, 2);
+  const std::string verdict = ReadFile(out + ".verdict.txt");
+  EXPECT_THAT(verdict, HasSubstr("sweep_tiny B=1 S=128 N=4: fastest that fits and meets the targets: " + faster + ":"));
+  EXPECT_THAT(verdict, HasSubstr("; " + slower + " TTFT "));
+  const std::string csv = ReadFile(out + ".csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);  // header + 8 points
+  for (const char* image : {".tpot.png", ".tpot.svg", ".ttft.png", ".ttft.svg"}) {
+    EXPECT_GT(std::filesystem::file_size(out + image), 1000u) << image;
+  }
+  // A bad axis value of the same sweep: refused before anything runs, exit 14.
+  const std::string bad = WriteConfig("bad_sweep.textproto", "model: [\"" + model + "\"]\nplans { tp: 8 }\n"
+                                      "batch: [1]\ninput_tokens: [0]\noutput_tokens: [4]\n");
+  const auto b = nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " sweep " + bad + " --out " + out + "_bad", 60);
+  EXPECT_EQ(b.exit_code, 14) << b.output;
+  EXPECT_THAT(b.output, HasSubstr("input_tokens: 0: must be in [1, 16777216]"));
+  EXPECT_FALSE(std::filesystem::exists(out + "_bad.csv"));
+}
+
+// The trn1 profile (configs/hardware/trn1.textproto): Llama-3.1-8B at TP32 / LNC 1 is the 16
+// chips x 2 cores of one trn1.32xlarge; each logical core has half a chip's 32 GiB.
+TEST(PredictE2eTest, Llama8bOnTrn1AtTp32Lnc1Runs) {
+  const std::string trn1 = std::string(NKISIM_SOURCE_DIR) + "/configs/hardware/trn1.textproto";
+  const Result p = Predict(Model("Llama-3.1-8B.config.json"),
+                           "--profile " + trn1 + " --tp 32 --lnc 1 --batch 1 --input-tokens 1024 --output-tokens 16",
+                           "trn1");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const json& plan = p.doc["plans"][0];
+  EXPECT_TRUE(plan["fits"].get<bool>());
+  EXPECT_EQ(plan["hbm_capacity_bytes_per_rank"].get<double>(), 16.0 * (1 << 30));
+  EXPECT_GT(plan["tpot_ms"].get<double>(), 0);
+  // 64 ranks are more than the instance's 16 chips x 2 cores: refused, naming its 32.
+  const Result over = Predict(Model("Llama-3.3-70B.config.json"),
+                              "--profile " + trn1 + " --tp 64 --lnc 1 --batch 1 --input-tokens 128 --output-tokens 4",
+                              "trn1_over");
+  EXPECT_EQ(over.exit_code, 14) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("instances: 1 holds 32 ranks at LNC 1; 64 ranks need 2"));
+  // The profile reaches the simulation: the same plan on trn2 (at LNC 1 a rank is one physical
+  // core there too, but of other engine and HBM figures) predicts other times.
+  const Result trn2 = Predict(Model("Llama-3.1-8B.config.json"),
+                              "--tp 32 --lnc 1 --batch 1 --input-tokens 1024 --output-tokens 16", "trn2_same");
+  ASSERT_EQ(trn2.exit_code, 0) << trn2.output;
+  EXPECT_NE(trn2.doc["plans"][0]["device_tpot_ms"].get<double>(), plan["device_tpot_ms"].get<double>());
+  EXPECT_NE(trn2.doc["plans"][0]["ttft_ms"].get<double>(), plan["ttft_ms"].get<double>());
+  EXPECT_EQ(trn2.doc["plans"][0]["hbm_capacity_bytes_per_rank"].get<double>(), 12.0 * (1 << 30));  // 96 GiB / 8
+}
+
+// --trace: each plan's decode layers at KV S are traced exactly as `nkisim run --timing-only
+// --trace` traces the same two-layer scenario (event for event), and the prefill chunk too.
+TEST(PredictE2eTest, TraceIsTheTraceOfARunOfTheSameLayers) {
+  const std::string model = WriteConfig("trace2.json", TinyConfig(2).dump());
+  const std::string trace = TempPath("trace.json");
+  const std::string decode = TempPath("trace.tp8.decode.json"), prefill = TempPath("trace.tp8.prefill.json");
+  std::filesystem::remove(decode);
+  std::filesystem::remove(prefill);
+  const Result p = Predict(model, "--tp 8 --batch 4 --input-tokens 128 --output-tokens 4 --trace " + trace, "trace");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("trace: " + decode + ", " + prefill));
+  ASSERT_TRUE(std::filesystem::exists(decode) && std::filesystem::exists(prefill)) << p.output;
+  const std::string config = WriteConfig("trace_run.textproto", std::string(kTinyLayer) +
+                                                                   "layers: 2 batch: 4 steps: 1 kv_length: 128\n");
+  const std::string ran = TempPath("trace_run.json");
+  const auto r = nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " run " + config +
+                                                 " --timing-only --report " + TempPath("trace_run.report.json") + " --trace " + ran, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json a = json::parse(ReadFile(decode))["traceEvents"], b = json::parse(ReadFile(ran))["traceEvents"];
+  ASSERT_GT(a.size(), 100u);
+  EXPECT_EQ(a, b);
+  const json pre = json::parse(ReadFile(prefill))["traceEvents"];
+  // One prefill layer: its phases without a layer suffix, the MLP among them.
+  EXPECT_TRUE(std::any_of(pre.begin(), pre.end(), [](const json& e) {
+    return e.value("cat", "") == "Phase" && e.value("name", "") == "mlp";
+  }));
+}
+
+// --replicas R: one replica's times, R times the tokens per instance while the replicas fit it;
+// more ranks than the instances hold are refused.
+TEST(PredictE2eTest, ReplicasMultiplyTheTokensPerInstanceNotTheTimes) {
+  const std::string model = WriteConfig("replicas.json", TinyConfig(2).dump());
+  const std::string req = " --batch 2 --input-tokens 128 --output-tokens 4";
+  const Result one = Predict(model, "--tp 4" + req, "r1");
+  const Result four = Predict(model, "--plan tp=4,replicas=4" + req, "r4");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  const json &a = one.doc["plans"][0], &b = four.doc["plans"][0];
+  EXPECT_EQ(b["name"], "tp4r4");
+  EXPECT_EQ(b["replicas"], 4);
+  EXPECT_DOUBLE_EQ(b["ttft_ms"].get<double>(), a["ttft_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(b["tpot_ms"].get<double>(), a["tpot_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(b["hbm_bytes_per_rank"].get<double>(), a["hbm_bytes_per_rank"].get<double>());
+  EXPECT_DOUBLE_EQ(b["tokens_per_s_per_instance"].get<double>(), 4 * a["tokens_per_s_per_instance"].get<double>());
+  const Result over = Predict(model, "--tp 8 --replicas 9" + req, "r9");
+  EXPECT_EQ(over.exit_code, 14) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("plan 'tp8r9': replicas: 9 x tp 8 = 72 ranks: more than 1 instance holds "
+                                     "(64 ranks each at LNC 2"));
+  const Result zero = Predict(model, "--tp 8 --replicas 0" + req, "r0");
+  EXPECT_EQ(zero.exit_code, 14) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("replicas: 0: must be >= 1"));
 }
 
 }  // namespace

@@ -110,6 +110,15 @@ TEST(SweepCliTest, ShippedSweepsPassTheChecks) {
     EXPECT_THAT(r.output, HasSubstr("gnuplot-nox")) << sweep;
     EXPECT_THAT(r.output, ::testing::Not(HasSubstr("problem"))) << sweep;
   }
+  // The predict sweep names its models relative to the source tree, as a user runs it there.
+  const CommandResult p = nkisim::testing::RunCommand(
+      "env -C " + kSource + " " + std::string(NKISIM_BINARY) +
+          " sweep configs/sweeps/predict_example.textproto --out /tmp/nkisim_sweep_cli_shipped_predict "
+          "--gnuplot /nonexistent/gnuplot",
+      60);
+  EXPECT_EQ(p.exit_code, 14) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("gnuplot-nox"));
+  EXPECT_THAT(p.output, ::testing::Not(HasSubstr("problem")));
 }
 
 }  // namespace

@@ -31,6 +31,24 @@ TEST(HardwareProfileTest, Trn2DefaultsMatchThePublicFigures) {
   EXPECT_NEAR(PeakBf16Tflops(p), 78.64, 0.01);  // 2 * 128 * 128 * 2.4 GHz
 }
 
+// configs/hardware/trn1.textproto loads (and so passes ValidateHardwareProfile) and its per-core
+// figures give back the chip and instance totals of the public Trainium tables (trainium.rst,
+// trn1-arch.rst): 190 BF16 TFLOPS, 32 GiB at 820 GB/s, 1 TB/s of DMA per chip; 16 chips, 32 cores.
+TEST(HardwareProfileTest, Trn1ProfileLoadsAndAddsUpToThePublishedChip) {
+  const HardwareProfile p = LoadHardwareProfile(std::string(NKISIM_SOURCE_DIR) + "/configs/hardware/trn1.textproto");
+  EXPECT_EQ(p.name(), "trn1");
+  EXPECT_EQ(p.physical_cores_per_chip(), 2u);
+  EXPECT_EQ(p.chips_per_instance() * p.physical_cores_per_chip(), 32u);
+  EXPECT_EQ(p.torus_x() * p.torus_y(), p.chips_per_instance());
+  EXPECT_NEAR(PeakBf16Tflops(p) * p.physical_cores_per_chip(), 190, 190 * 0.04);  // 183.5: 2.8 GHz x 128 x 128
+  EXPECT_DOUBLE_EQ(p.hbm_gbps_per_core() * p.physical_cores_per_chip(), 820);
+  EXPECT_EQ(p.hbm_bytes_per_chip(), 32ull << 30);
+  EXPECT_DOUBLE_EQ(p.dma_queue_gbps() * p.dma_queues() * p.physical_cores_per_chip(), 1000);
+  EXPECT_EQ(p.sbuf_bytes_per_partition() * p.partitions() * p.physical_cores_per_chip(), 48ull << 20);
+  EXPECT_DOUBLE_EQ(p.neuronlink_gbps_per_chip(), 384);
+  EXPECT_LT(p.vector_elems_per_cycle_16bit(), Trn2Profile().vector_elems_per_cycle_16bit());
+}
+
 TEST(HardwareProfileTest, ShippedTextFileEqualsBuiltInDefaults) {
   std::ifstream in(std::string(NKISIM_SOURCE_DIR) + "/configs/hardware/trn2.textproto");
   ASSERT_TRUE(in.good());
