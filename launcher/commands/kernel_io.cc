@@ -81,6 +81,28 @@ void PrintHostTime(std::chrono::steady_clock::time_point start) {
   std::printf("host time: %.1f ms\n", ms);
 }
 
+namespace {
+
+struct BusiestEngine {
+  Engine engine = Engine::kPE;
+  double work_ns = 0;
+  int core = 0;
+};
+
+// The compute engine (PE, Vector, Scalar, GpSimd) with the most instruction time on any core.
+BusiestEngine FindBusiestEngine(const LogicalCore& lnc) {
+  BusiestEngine b;
+  for (int c = 0; c < lnc.lnc(); ++c) {
+    const CoreSummary summary = lnc.core(c).Summary();
+    for (Engine e : {Engine::kPE, Engine::kVector, Engine::kScalar, Engine::kGpSimd}) {
+      if (summary.busy_ns[EngineIndex(e)] > b.work_ns) b = {e, summary.busy_ns[EngineIndex(e)], c};
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx) {
   const HardwareProfile& p = lnc.profile();
   const double peak = mx ? PeakMxTflops(p) : PeakBf16Tflops(p);
@@ -93,6 +115,8 @@ double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bo
               memory_ns, hbm_bytes / 1e6, p.hbm_gbps_per_core(), lnc.lnc(), compute_ns, flops / 1e9,
               peak, mx ? " MX" : "", lnc.lnc(), memory_ns >= compute_ns ? "HBM" : "PE", sim_ns,
               bound > 0 ? sim_ns / bound : 0.0);
+  double target_ns = bound;
+  const char* target = memory_ns >= compute_ns ? "the HBM bound" : "the PE bound";
   if (memory_ns >= compute_ns && memory_ns > 0) {
     // What no kernel beats under the profile's DMA costs (runtime/cost_model.h), the traffic
     // shared evenly by the cores.
@@ -101,25 +125,28 @@ double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bo
                 "store's fixed DMA cost, which no stream hides) = %.2fx the HBM bound; simulated = "
                 "%.2fx the floor\n",
                 floor_ns, memory_ns, p.dma_fixed_ns(), floor_ns / memory_ns, sim_ns / floor_ns);
-  } else if (compute_ns > 0) {
-    // No schedule finishes before its busiest compute engine has done all its instructions.
-    Engine busiest = Engine::kPE;
-    double work_ns = 0;
-    int busiest_core = 0;
-    for (int c = 0; c < lnc.lnc(); ++c) {
-      const CoreSummary summary = lnc.core(c).Summary();
-      for (Engine e : {Engine::kPE, Engine::kVector, Engine::kScalar, Engine::kGpSimd}) {
-        if (summary.busy_ns[EngineIndex(e)] > work_ns) {
-          work_ns = summary.busy_ns[EngineIndex(e)];
-          busiest = e;
-          busiest_core = c;
-        }
-      }
+    if (floor_ns > target_ns) {
+      target_ns = floor_ns;
+      target = "the stream floor";
     }
+  }
+  // No schedule finishes before its busiest compute engine has done all its instructions.
+  const BusiestEngine busiest = FindBusiestEngine(lnc);
+  if (busiest.work_ns > 0 && (compute_ns > memory_ns || busiest.work_ns > target_ns)) {
     std::printf("engine floor: %s %.1f ns of instructions on core %d (the busiest compute "
-                "engine) = %.2fx the PE bound; simulated = %.2fx the floor\n",
-                EngineName(busiest).c_str(), work_ns, busiest_core, work_ns / compute_ns,
-                work_ns > 0 ? sim_ns / work_ns : 0.0);
+                "engine) = %.2fx the %s bound; simulated = %.2fx the floor\n",
+                EngineName(busiest.engine).c_str(), busiest.work_ns, busiest.core,
+                busiest.work_ns / bound, memory_ns >= compute_ns ? "HBM" : "PE",
+                sim_ns / busiest.work_ns);
+  }
+  if (busiest.work_ns > target_ns) {
+    target_ns = busiest.work_ns;
+    target = "the engine floor";
+  }
+  // The target a kernel is held to: the bound, or the higher of the floors where one is above it.
+  if (target_ns > 0) {
+    std::printf("target: %s, %.1f ns; simulated = %.2fx the target\n", target, target_ns,
+                sim_ns / target_ns);
   }
   return bound;
 }

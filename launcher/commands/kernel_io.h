@@ -57,9 +57,11 @@ void PrintHostTime(std::chrono::steady_clock::time_point start);
 // cores' HBM share and doing `flops` at their bf16 PE peak. Prints both bounds, which one
 // dominates and the simulated time as a multiple of it; when HBM dominates, also the stream
 // floor (runtime/cost_model.h StreamFloorNs, the traffic shared evenly by the cores) and the
-// simulated time against it; when the PE dominates, the engine floor: the instruction time of
-// the busiest compute engine (PE, Vector, Scalar or GpSimd) of any core, which no ordering of
-// the same instructions beats, against the bound and the simulated time. Returns the bound in ns.
+// simulated time against it; the engine floor (the instruction time of the busiest compute
+// engine, PE, Vector, Scalar or GpSimd, of any core, which no ordering of the same instructions
+// beats) when the PE dominates or when it is above the stream floor; and the target: the bound,
+// or the higher floor where one is above it, with the simulated time as a multiple of it
+// ("target: the engine floor, 146.2 ns; simulated = 1.09x the target"). Returns the bound in ns.
 double ReportRoofline(const LogicalCore& lnc, double hbm_bytes, double flops, bool mx = false);
 
 }  // namespace nkisim::launcher

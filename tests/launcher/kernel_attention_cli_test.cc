@@ -176,4 +176,36 @@ TEST(KernelCliTest, PeBoundKernelsPrintTheEngineFloor) {
   EXPECT_EQ(m[1], "Vector") << r.output;
 }
 
+// The target a kernel is held to is its bound, or the higher floor where one is above it: an
+// HBM-bound kernel whose busiest engine has more instruction time than its stream floor (fp8 ROW
+// weights keep x_hat bf16, so each 128 x 128 block costs more PE time than its HBM bytes) prints
+// that engine floor too and is held to it; one whose stream floor is the higher is held to that.
+TEST(KernelCliTest, TargetIsTheHigherFloor) {
+  const std::regex target_re("target: the (engine floor|stream floor|HBM bound|PE bound), ([0-9.]+) ns; "
+                             "simulated = ([0-9.]+)x the target");
+  const std::regex sim_re("simulated ([0-9.]+) ns = ([0-9.]+)x the bound");
+  const struct {
+    const char* args;
+    const char* target;
+  } cases[] = {
+      {"kernel mlp --variant tkg --b 32 --h 8192 --i 3584 --quant row", "engine floor"},
+      {"kernel mlp --variant tkg --b 32 --h 8192 --i 3584 --quant static", "stream floor"},
+      {"kernel attention --variant cte --s 1024 --nq 8 --nkv 8 --d 128 --lnc 2", "engine floor"},
+  };
+  for (const auto& c : cases) {
+    const CommandResult r = TimingOnly(c.args);
+    ASSERT_EQ(r.exit_code, 0) << c.args << "\n" << r.output;
+    std::smatch t, s;
+    ASSERT_TRUE(std::regex_search(r.output, t, target_re)) << r.output;
+    ASSERT_TRUE(std::regex_search(r.output, s, sim_re)) << r.output;
+    EXPECT_EQ(t[1], c.target) << c.args;
+    const double target_ns = std::stod(t[2]), sim_ns = std::stod(s[1]);
+    EXPECT_LE(target_ns, sim_ns + 0.1) << c.args;  // no schedule beats its floors
+    EXPECT_NEAR(std::stod(t[3]), sim_ns / target_ns, 0.006) << c.args;
+    if (std::string(c.target) == "engine floor") {
+      EXPECT_THAT(r.output, HasSubstr("engine floor: ")) << c.args;
+    }
+  }
+}
+
 }  // namespace
