@@ -1,5 +1,5 @@
 // MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
-// fp32 columns) per block; core s of L takes the tokens [s T / L, (s + 1) T / L).
+// fp32 columns) per block, fewer where x_t would take more than a quarter of SBUF (BlockTiles); core s of L takes the tokens [s T / L, (s + 1) T / L).
 //   front end (kernels/common/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
 //     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
 //     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
@@ -31,6 +31,19 @@ namespace {
 struct Block {
   int64_t r0 = 0, rows = 0;  // token rows [r0, r0 + rows)
 };
+
+// x_t holds the whole H of a block's tokens; its bytes per partition are kept within a quarter
+// of SBUF's partition (64 KiB of trn2's 224), leaving the rest to h^T, the front end's tiles and
+// the weight ring. Four tiles (512 tokens, one fp32 PSUM bank) up to H 8192 in bf16; fewer above
+// (H 16384: two tiles, 256 tokens a block, so every weight streams twice as often).
+constexpr int64_t kXtBytesPerPartition = 64 * 1024;
+
+int64_t BlockTiles(const MlpConfig& cfg) {
+  const int64_t tile_bytes = cfg.h / cfg.partitions * cfg.partitions * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
+  int64_t tiles = std::max<int64_t>(1, cfg.bank_cols / cfg.partitions);
+  while (tiles > 1 && tiles * tile_bytes > kXtBytesPerPartition) tiles /= 2;
+  return tiles;
+}
 
 class CteProgram {
  public:
@@ -75,7 +88,7 @@ CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const Mlp
       cfg_(cfg),
       p_(p),
       result_(result),
-      block_tiles_(std::max<int64_t>(1, cfg.bank_cols / cfg.partitions)) {
+      block_tiles_(BlockTiles(cfg)) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
   const int64_t step = block_tiles_ * cfg.partitions;

@@ -54,6 +54,9 @@ INSTANTIATE_TEST_SUITE_P(
     Cte, MlpCaseTest,
     ::testing::Values(Cte("s128_lnc2", 128, 4096, 448), Cte("s512_lnc1_i896", 512, 4096, 896, 1),
                       Cte("s512_fp32", 512, 4096, 448, 2, kFp32),
+                      // H 16384 (a 405B layer): x_t of 512 tokens would take 128 KiB of SBUF's
+                      // 224 a partition, so blocks are 256 tokens; 320 a core = 256 + 64.
+                      Cte("s640_h16384_blocks_of_256", 640, 16384, 448),
                       With(Cte("s200_residual_fp32", 200, 4096, 448, 2, kFp32),
                            [](MlpCaseOptions& o) { o.residual = o.store_fused_hidden = true; }),
                       With(Cte("s640_layernorm_gelu_biases", 640, 4096, 896),
