@@ -17,8 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "runtime/error.h"
+#include "runtime/strict_json.h"
 
 namespace nkisim {
 namespace {
@@ -99,12 +101,40 @@ PresenceTypes& Presence() {
   return *types;
 }
 
+// The path of the first string field (at any depth) that is not UTF-8, or empty. The text
+// format takes any bytes in a string ("\\351"); proto3 strings must be UTF-8, and a config's
+// strings end up in messages, reports and cache keys.
+std::string FirstBadUtf8(const pb::Message& m, const std::string& prefix) {
+  const pb::Reflection* r = m.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const std::string name = prefix.empty() ? f->name() : StrCat(prefix, ".", f->name());
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string at = f->is_repeated() ? StrCat(name, "[", i, "]") : name;
+      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        const pb::Message& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        std::string bad = FirstBadUtf8(sub, at);
+        if (!bad.empty()) return bad;
+      } else if (f->type() == pb::FieldDescriptor::TYPE_STRING) {
+        const std::string v = f->is_repeated() ? r->GetRepeatedString(m, f, i) : r->GetString(m, f);
+        if (ValidUtf8(v) != v) return StrCat(at, ": '", ValidUtf8(v), "'");
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 void ParseConfigText(const std::string& text, const std::string& source,
                      google::protobuf::Message* message) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
+    // protobuf's JSON parser takes an object for a list, flattens nested lists and lets the
+    // last of two equal keys win; the shape check refuses those first (runtime/strict_json.h).
+    CheckJsonShape(text, source, message->GetDescriptor());
     std::unique_ptr<google::protobuf::Message> parsed(message->New());
     const auto status = google::protobuf::util::JsonStringToMessage(text, parsed.get());
     if (!status.ok()) {
@@ -124,9 +154,14 @@ void ParseConfigText(const std::string& text, const std::string& source,
   if (!parser.ParseFromString(text, fresh.get()) || !parser.MergeFromString(text, message)) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
   }
+  const std::string bad = FirstBadUtf8(*fresh, "");
+  if (!bad.empty()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source, ": ", bad, " is not valid UTF-8 (every string of a config must be)"));
+  }
 }
 
-std::string ReadConfigFile(const std::string& path, const std::string& what) {
+void CheckRegularFile(const std::string& path, const std::string& what) {
   // Only a regular file of bounded size: a FIFO would block forever, a device read without end.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -146,6 +181,10 @@ std::string ReadConfigFile(const std::string& path, const std::string& what) {
     Raise(ErrorCode::kBadConfig, StrCat(path, ": the ", what, " is ", st.st_size,
                                         " bytes; at most ", kMaxConfigFileBytes, " are read"));
   }
+}
+
+std::string ReadConfigFile(const std::string& path, const std::string& what) {
+  CheckRegularFile(path, what);
   std::ifstream in(path);
   if (!in) {
     Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what, ": ", std::strerror(errno)));

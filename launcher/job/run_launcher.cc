@@ -20,6 +20,7 @@
 #include "launcher/job/run_job.h"
 #include "launcher/job/run_report.h"
 #include "launcher/scenarios/scenario_config.h"
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 #include "runtime/sim_mode.h"
@@ -145,6 +146,10 @@ int RunLauncher(const RunOptions& o) {
   // The outputs must be writable before any rank starts, not after the whole job.
   CheckWritable(o.report_json, "--report");
   if (!o.trace.empty()) CheckWritable(o.trace, "--trace");
+  // What mpirun is handed is checked here, with the rule, not left to fail inside mpirun.
+  if (!sc.spec.hostfile().empty()) {
+    CheckRegularFile(sc.spec.hostfile(), "scenario's hostfile (hostfile:, for mpirun --hostfile)");
+  }
   // Timing-only runs its ranks as threads, unless the job needs processes: another host, or a
   // fault that kills or hangs a rank (a thread can do neither alone).
   const proto::Fault::Kind fault = sc.spec.fault().kind();

@@ -8,6 +8,7 @@
 #include "launcher/scenarios/footprint.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
+#include "runtime/problem_list.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -87,7 +88,7 @@ void FillDefaults(proto::Scenario& s) {
 
 // Control-plane and numeric fields: finite, in range, no value that would make a loop spin or a
 // timeout never fire.
-void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckFields(const proto::Scenario& s, ProblemList& problems) {
   const proto::ControlPlane& c = s.control();
   const struct {
     const char* field;
@@ -126,7 +127,7 @@ void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
 }
 
 // The decoder layer's MLP and norms, and the number of layers.
-void CheckLayer(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckLayer(const proto::Scenario& s, ProblemList& problems) {
   const proto::ModelShape& m = s.model();
   if (s.layers() > kMaxLayers) {
     problems.push_back(StrCat("layers: ", s.layers(), " must be in [1, ", kMaxLayers, "]"));
@@ -156,7 +157,7 @@ void CheckLayer(const proto::Scenario& s, std::vector<std::string>& problems) {
   }
 }
 
-void CheckModelAndWorkload(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckModelAndWorkload(const proto::Scenario& s, ProblemList& problems) {
   const proto::ModelShape& m = s.model();
   CheckLayer(s, problems);
   if (m.hidden() == 0 || m.hidden() % 128 != 0) {
@@ -228,7 +229,7 @@ std::string FormatGroup(const collectives::Group& g) {
 
 // The groups `set_name` of `t` must be blocks of `size` consecutive ranks.
 void CheckDerivedGroups(const collectives::ResolvedTopology& t, const std::string& set_name,
-                        int size, const std::string& plan, std::vector<std::string>& problems) {
+                        int size, const std::string& plan, ProblemList& problems) {
   const auto set = std::find_if(t.group_sets.begin(), t.group_sets.end(),
                                 [&](const collectives::GroupSet& s) { return s.name == set_name; });
   if (set == t.group_sets.end()) return;
@@ -248,7 +249,7 @@ void CheckDerivedGroups(const collectives::ResolvedTopology& t, const std::strin
 // The plan's topology: the scenario's topology (placement, algorithms, extra sets) with the
 // plan's world, LNC and derived group sets.
 proto::Topology PlanTopology(const proto::Scenario& s, const proto::Plan& p,
-                             std::vector<std::string>& problems) {
+                             ProblemList& problems) {
   proto::Topology t = s.topology();
   const uint32_t world = p.tp() * p.replicas();
   const std::string where = StrCat("plan '", p.name(), "': ");
@@ -309,7 +310,7 @@ proto::Topology PlanTopology(const proto::Scenario& s, const proto::Plan& p,
   return t;
 }
 
-void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<std::string>& problems,
+void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& problems,
                  std::vector<ResolvedPlan>& plans) {
   const proto::ModelShape& m = r.spec.model();
   const std::string where = StrCat("plan '", p.name(), "': ");
@@ -429,7 +430,7 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<st
   plans.push_back(std::move(plan));
 }
 
-void Check(ResolvedScenario& r, std::vector<std::string>& problems) {
+void Check(ResolvedScenario& r, ProblemList& problems) {
   const proto::Scenario& s = r.spec;
   CheckFields(s, problems);
   CheckModelAndWorkload(s, problems);
@@ -511,7 +512,7 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
   r.profile = r.spec.hardware_profile().empty() ? Trn2Profile()
                                                 : LoadHardwareProfile(r.spec.hardware_profile());
   r.workload = r.spec.workload() == "prefill" ? Workload::kPrefill : Workload::kDecode;
-  std::vector<std::string> problems;
+  ProblemList problems;
   // The layer's activations and weights: the float dtypes the kernels take.
   const std::string& dt = r.spec.dtype();
   if (dt == "bf16" || dt == "fp16" || dt == "fp32") {
@@ -522,11 +523,7 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
     r.dtype = DType::kBFloat16;  // so the other checks can go on
   }
   Check(r, problems);
-  if (!problems.empty()) {
-    std::string message = StrCat(source, ": ", problems.size(), " problem", problems.size() == 1 ? "" : "s", ":");
-    for (const std::string& p : problems) message += "\n  " + p;
-    Raise(ErrorCode::kBadConfig, message);
-  }
+  if (!problems.empty()) Raise(ErrorCode::kBadConfig, problems.Message(source));
   return r;
 }
 
