@@ -73,9 +73,9 @@ void PrepareOutputDir(const std::string& dir, const char* what) {
     Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", dir, "': exists and is not a directory"));
   }
   if (!fs::exists(st)) {
-    fs::path last = fs::path(dir).lexically_normal();
-    if (!last.has_filename()) last = last.parent_path();  // "a/b/" -> "a/b"
-    const fs::path parent = last.parent_path();
+    std::string last = dir;
+    while (last.size() > 1 && last.back() == '/') last.pop_back();  // "a/b/" -> "a/b"
+    const fs::path parent = fs::path(last).parent_path();
     const std::string up = parent.empty() ? "." : parent.string();
     if (!fs::is_directory(up, ec)) {
       Raise(ErrorCode::kInvalidArgument,

@@ -51,6 +51,12 @@ void PrepareKernelOutputDir(const std::string& out_dir, const char* what) {
   if (Functional()) PrepareOutputDir(out_dir, what);
 }
 
+void PrepareKernelOutputs(const std::string& command, const std::string& out_dir,
+                          const std::string& trace_path) {
+  PrepareKernelOutputDir(out_dir, StrCat(command, ": --out-dir").c_str());
+  if (!trace_path.empty()) CheckWritable(trace_path, StrCat(command, ": --trace").c_str());
+}
+
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor) {
   if (!Functional()) return "not written (timing-only: no values computed)";

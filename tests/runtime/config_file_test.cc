@@ -71,8 +71,10 @@ TEST(ConfigFileTest, JsonOutsideTheProtobufMappingIsRefusedWithTheFieldPath) {
        "JSON: replica_groups[0]: null is not allowed as an element"},
       {"unknown field, nested", "{" + groups + R"("bogus": 1}]})",
        "JSON: replica_groups[0]: unknown field \"bogus\" (message ReplicaGroupSet)"},
-      {"syntax", R"({"world_size": 8,)", "c.json: JSON: syntax error"},
-      {"trailing text", R"({"world_size": 8} {)", "c.json: JSON: syntax error"},
+      {"syntax", R"({"world_size": 8,)", "c.json: JSON: parse error at line 1, column 18: syntax error"},
+      {"trailing text", R"({"world_size": 8} {)",
+       "c.json: JSON: parse error at line 1, column 19: syntax error while parsing value - "
+       "unexpected '{'; expected end of input"},
   };
   for (const JsonCase& c : cases) {
     EXPECT_THAT(Refusal<proto::Topology>(c.text), HasSubstr(c.message)) << c.name;
