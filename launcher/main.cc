@@ -17,8 +17,6 @@
 
 namespace {
 
-using nkisim::StrCat;
-
 // OpenBLAS reads two settings only when the library loads, so the process starts again with them
 // in its environment (ranks started by mpirun inherit it), each only where the user has not set it:
 // * OPENBLAS_CORETYPE: Debian's 0.3.21 does not recognise some newer x86 CPUs and falls back to
@@ -53,37 +51,6 @@ void ConfigureOpenBlas(char** argv) {
   execv(path, argv);
 }
 
-// Walks the command words of argv down the groups ("kernel", "example"): "" when each names a
-// command of its group, else "'softmax' is not a command of 'nkisim kernel'; its commands are
-// qkv, oproj, attention, mlp" (or that the group needs one, also before a flag); --help and
-// --version are left to CLI11.
-std::string CommandWordProblem(CLI::App& app, int argc, char** argv) {
-  CLI::App* group = &app;
-  std::string path = "nkisim";
-  for (int i = 1;; ++i) {
-    std::string names;
-    CLI::App* next = nullptr;
-    for (CLI::App* sub : group->get_subcommands({})) {
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-      if (i < argc && sub->get_name() == argv[i]) next = sub;
-    }
-    const bool is_group = group->get_require_subcommand_min() > 0;
-    if (!is_group) return "";
-    if (i < argc && argv[i][0] == '-') {
-      const std::string flag = argv[i];
-      if (flag == "-h" || flag == "--help" || flag == "--version") return "";  // CLI11 answers
-      return StrCat("'", path, "' needs a command before '", flag, "': ", names);
-    }
-    if (i >= argc) return StrCat("'", path, "' needs a command: ", names);
-    if (next == nullptr) {
-      return StrCat("'", argv[i], "' is not a command", group == &app ? "" : StrCat(" of '", path, "'"),
-                    "; ", group == &app ? "the" : "its", " commands are ", names);
-    }
-    path += StrCat(" ", argv[i]);
-    group = next;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,7 +72,8 @@ int main(int argc, char** argv) {
   }
   // CLI11 answers an unknown or missing command with "A subcommand is required", which names
   // neither it nor the valid ones; so for the top level and every group, say which.
-  if (const std::string usage = CommandWordProblem(app, argc, argv); !usage.empty()) {
+  if (const std::string usage = nkisim::launcher::CommandWordProblem(app, argc, argv);
+      !usage.empty()) {
     std::fprintf(stderr, "nkisim: %s (--help)\n", usage.c_str());
     return 2;
   }

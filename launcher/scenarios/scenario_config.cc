@@ -86,6 +86,10 @@ void FillDefaults(proto::Scenario& s) {
   }
 }
 
+// 8x the widest hidden size of a published dense model (16,384); keeps every product in range.
+constexpr uint32_t kMaxHidden = 131072;
+constexpr double kMaxTolerance = 1e6;
+
 // Control-plane and numeric fields: finite, in range, no value that would make a loop spin or a
 // timeout never fire.
 void CheckFields(const proto::Scenario& s, ProblemList& problems) {
@@ -119,9 +123,9 @@ void CheckFields(const proto::Scenario& s, ProblemList& problems) {
       for (const std::string& p : phases) known += (known.empty() ? "" : ", ") + p;
       problems.push_back(StrCat("tolerances: '", phase, "' is not a phase (", known, ")"));
     }
-    if (!(t.atol() >= 0 && std::isfinite(t.atol()) && t.rtol() >= 0 && std::isfinite(t.rtol()))) {
+    if (!(t.atol() >= 0 && t.atol() <= kMaxTolerance && t.rtol() >= 0 && t.rtol() <= kMaxTolerance)) {
       problems.push_back(StrCat("tolerances['", phase, "']: atol ", t.atol(), " and rtol ",
-                                t.rtol(), " must be finite and >= 0"));
+                                t.rtol(), " must be in [0, 1e6] (a wider tolerance checks nothing)"));
     }
   }
 }
@@ -160,8 +164,9 @@ void CheckLayer(const proto::Scenario& s, ProblemList& problems) {
 void CheckModelAndWorkload(const proto::Scenario& s, ProblemList& problems) {
   const proto::ModelShape& m = s.model();
   CheckLayer(s, problems);
-  if (m.hidden() == 0 || m.hidden() % 128 != 0) {
-    problems.push_back(StrCat("model.hidden: ", m.hidden(), " must be a positive multiple of 128"));
+  if (m.hidden() == 0 || m.hidden() % 128 != 0 || m.hidden() > kMaxHidden) {
+    problems.push_back(StrCat("model.hidden: ", m.hidden(), " must be a positive multiple of 128, ",
+                              "at most ", kMaxHidden));
   }
   if (m.d_head() == 0 || m.d_head() > 128) {
     problems.push_back(StrCat("model.d_head: ", m.d_head(), " must be in [1, 128]"));

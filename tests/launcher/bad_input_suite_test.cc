@@ -201,6 +201,10 @@ void SecondRound(const Add& add) {
       {Text("t.textproto", "world_size: 4 lnc: 2 replica_groups { name: \"x\" explicit { groups { ranks: [" + ranks + "] } } }")}, 14,
       "... and 2599960 more (2600000 problems in all; the first 40 are listed)");
 
+  add("bounds", "scen_hidden_huge", "validate $T/s.textproto", {Text("s.textproto", kPlan + "model { hidden: 4294967168 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } " + kRows)}, 14,
+      "model.hidden: 4294967168 must be a positive multiple of 128, at most 131072");
+  add("bounds", "scen_tolerance_huge", "validate $T/s.textproto", {Text("s.textproto", kScenario + "tolerances { key: \"qkv\" value { rtol: 1e300 } }")}, 14,
+      "tolerances['qkv']: atol 0 and rtol 1e+300 must be in [0, 1e6]");
   add("names", "topo_set_name_not_utf8", "validate $T/t.textproto",
       {Text("t.textproto", "world_size: 8 lnc: 2 replica_groups { name: \"tp\xff\" contiguous { group_size: 8 } }")}, 14,
       "replica_groups[0].name: 'tp?' is not valid UTF-8");
@@ -481,7 +485,7 @@ std::vector<Case> Cases() {
   scen("plan_replicas_huge", "plans { name: \"tp8\" tp: 8 replicas: 99999999 } " + kModel + kRows, "replicas: 99999999: tp x replicas must be <= 16384 ranks");
   scen("plans_duplicate", kPlan + kPlan + kModel + kRows, "plans: name 'tp8' is used twice");
   scen("plans_missing", kModel + kRows, "plans: none given");
-  scen("tolerance_negative", kScenario + "tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be finite and >= 0");
+  scen("tolerance_negative", kScenario + "tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be in [0, 1e6]");
   scen("tolerance_unknown_phase", kScenario + "tolerances { key: \"nope\" value { atol: 1 } }", "tolerances: 'nope' is not a phase");
   scen("prefill_seq_len_zero", "workload: \"prefill\" " + kPlan + kModel + "batch: 1 seq_len: 0", "seq_len: 0: prefill needs the prompt length S >= 1");
   scen("old_scenarios_list", kScenario + "scenarios: \"x\"", "scenarios: 'x': the scenario list is replaced by plans");
