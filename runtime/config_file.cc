@@ -109,6 +109,10 @@ std::string FirstBadUtf8(const pb::Message& m, const std::string& prefix) {
   std::vector<const pb::FieldDescriptor*> fields;
   r->ListFields(m, &fields);
   for (const pb::FieldDescriptor* f : fields) {
+    if (f->type() != pb::FieldDescriptor::TYPE_STRING &&
+        f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      continue;  // numbers: nothing to check (and a list of millions of them is not walked)
+    }
     const std::string name = prefix.empty() ? f->name() : StrCat(prefix, ".", f->name());
     const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
     for (int i = 0; i < n; ++i) {
@@ -146,18 +150,22 @@ void ParseConfigText(const std::string& text, const std::string& source,
   google::protobuf::TextFormat::Parser parser;
   FirstError errors;
   parser.RecordErrorsTo(&errors);
-  // Parse (not Merge) into a fresh message first: Parse refuses a non-repeated field or a oneof
-  // given twice, where Merge lets the last one win silently. The fresh message is of the same
-  // type with presence on every scalar (PresenceTypes), so "batch: 0 batch: 8" is refused too.
-  // The merge then keeps explicit zeros over the defaults already in `message`.
+  // Parse (not Merge) into a fresh message: Parse refuses a non-repeated field or a oneof given
+  // twice, where Merge lets the last one win silently. The fresh message is of the same type with
+  // presence on every scalar (PresenceTypes), so "batch: 0 batch: 8" is refused too. It is then
+  // merged into `message` through the wire format (the two types are wire-compatible), which
+  // keeps explicit zeros over the defaults already there: one text parse, not two.
   std::unique_ptr<google::protobuf::Message> fresh = Presence().New(message->GetDescriptor());
-  if (!parser.ParseFromString(text, fresh.get()) || !parser.MergeFromString(text, message)) {
+  if (!parser.ParseFromString(text, fresh.get())) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
   }
   const std::string bad = FirstBadUtf8(*fresh, "");
   if (!bad.empty()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source, ": ", bad, " is not valid UTF-8 (every string of a config must be)"));
+  }
+  if (!message->MergeFromString(fresh->SerializePartialAsString())) {
+    Raise(ErrorCode::kInternal, StrCat(source, ": config parser: the parsed message did not merge"));
   }
 }
 
