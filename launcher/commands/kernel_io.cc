@@ -53,8 +53,9 @@ void PrepareKernelOutputDir(const std::string& out_dir, const char* what) {
 
 void PrepareKernelOutputs(const std::string& command, const std::string& out_dir,
                           const std::string& trace_path) {
-  PrepareKernelOutputDir(out_dir, StrCat(command, ": --out-dir").c_str());
+  // The trace first: a refused command creates no directory.
   if (!trace_path.empty()) CheckWritable(trace_path, StrCat(command, ": --trace").c_str());
+  PrepareKernelOutputDir(out_dir, StrCat(command, ": --out-dir").c_str());
 }
 
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
