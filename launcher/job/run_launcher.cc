@@ -36,6 +36,23 @@ constexpr auto kAbortGrace = std::chrono::seconds(3);
 // How long mpirun may take to exit once every rank has reported; then it is stopped.
 constexpr auto kExitDeadline = std::chrono::seconds(10);
 
+// How long a lost rank's failure waits for a classified one (an error report) to overtake it.
+constexpr auto kClassifyGrace = std::chrono::milliseconds(500);
+
+// A lost control connection is often the echo of another rank's classified failure (mpirun ends
+// every rank once one aborts), and the server may read the dead rank's end of stream before the
+// failed rank's report: an error report that arrives within kClassifyGrace decides the exit code.
+Failure PreferClassified(Failure failure, Monitor& monitor, const EventSource& next) {
+  const Clock::time_point until = Clock::now() + kClassifyGrace;
+  while (failure.code == ErrorCode::kCommError && Clock::now() < until) {
+    std::optional<control::Event> e = next(std::chrono::milliseconds(50));
+    if (!e) continue;
+    const Failure f = monitor.Handle(*e, Clock::now());
+    if (f.failed() && f.code != ErrorCode::kCommError) failure = f;
+  }
+  return failure;
+}
+
 // After a failure: the outputs this run would have written are not left from an earlier run.
 void RemoveStaleOutputs(const RunOptions& o) {
   for (const std::string& path : {o.report_json, o.trace}) {
@@ -113,6 +130,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
     failure = monitor.CheckStalls(Clock::now());
   }
   if (failure.failed()) {
+    if (stop_signal == 0) failure = PreferClassified(failure, monitor, next);
     if (job) {
       // A rank that failed or died makes mpirun abort the job by itself; signalling an mpirun
       // that is already aborting can crash it, so it gets a moment first. A stall or a signal
