@@ -652,7 +652,7 @@ GroupPlacement DefaultPlacement(int world, int lnc, const HardwareProfile& profi
   ResolvedTopology t;
   t.world_size = world;
   t.lnc = lnc;
-  const int per_chip = std::max(1, static_cast<int>(profile.physical_cores_per_chip()) / std::max(lnc, 1));
+  const int per_chip = RanksPerChip(profile, lnc, StrCat("profile ", profile.name()));
   for (int r = 0; r < world; ++r) t.chip_of_rank.push_back(r / per_chip);
   Group all(static_cast<size_t>(world));
   std::iota(all.begin(), all.end(), 0);

@@ -104,6 +104,10 @@ struct Run {
   int skipped_rows = 0;
 };
 
+// No collective measured by nccom-test comes near these (1 TiB, 11 days).
+constexpr double kMaxLogBytes = 1099511627776.0;
+constexpr double kMaxLogMicroseconds = 1e12;
+
 [[noreturn]] void Refuse(const std::string& where, const std::string& what) {
   Raise(ErrorCode::kBadConfig, StrCat(where, ": ", what));
 }
@@ -250,7 +254,12 @@ CalibrationRow ParseRow(const std::vector<std::string>& words, const Run& run,
   row.measured_us = Column(words, 3, "time(us)", where);
   const double algbw = Column(words, 4, "algbw(GB/s)", where);
   const double busbw = Column(words, 5, "busbw(GB/s)", where);
-  if (!(row.size_bytes > 0)) Refuse(where, StrCat("size(B) ", words[0], " must be > 0"));
+  if (!(row.size_bytes > 0 && row.size_bytes <= kMaxLogBytes)) {
+    Refuse(where, StrCat("size(B) ", words[0], " must be in (0, 2^40]"));
+  }
+  if (!(row.measured_us <= kMaxLogMicroseconds)) {
+    Refuse(where, StrCat("time(us) ", words[3], " must be <= 1e12 (11 days)"));
+  }
   if (!(count >= 0)) Refuse(where, StrCat("count(elems) ", words[1], " must be >= 0"));
   if (!(row.measured_us > 0)) Refuse(where, StrCat("time(us) ", words[3], " must be > 0"));
   if (!(algbw >= 0)) Refuse(where, StrCat("algbw(GB/s) ", words[4], " must be >= 0"));
@@ -260,6 +269,11 @@ CalibrationRow ParseRow(const std::vector<std::string>& words, const Run& run,
     if (row.log_algorithm.empty()) {
       Refuse(where, StrCat("algorithm '", words[6], "' (column 7) is not one of ",
                            AlgorithmNames(), " (any case)"));
+    }
+    // A row its algorithm cannot have produced is the same class of error as an unknown name.
+    if (const AlgorithmRow* a = FindAlgorithm(row.log_algorithm); !a->serves(run.op)) {
+      Refuse(where, StrCat("algorithm '", words[6], "' (column 7) does not implement ",
+                           OpName(run.op), " (", a->name, ": ", a->summary, ")"));
     }
   }
   return row;
@@ -571,8 +585,7 @@ GroupPlacement CalibrationPlacement(int ranks, int nodes, int lnc, const Hardwar
     Raise(ErrorCode::kInvalidArgument,
           StrCat(ranks, " ranks do not split evenly over ", nodes, " instances"));
   }
-  const int per_chip =
-      std::max(1, static_cast<int>(profile.physical_cores_per_chip()) / std::max(lnc, 1));
+  const int per_chip = RanksPerChip(profile, lnc, StrCat("profile ", profile.name()));
   const int cpi = static_cast<int>(std::max<uint32_t>(profile.chips_per_instance(), 1));
   const int per_node = ranks / nodes;
   if (per_node > per_chip * cpi) {
@@ -623,11 +636,7 @@ CalibrationResult Calibrate(const std::vector<CalibrationRow>& rows, const Hardw
           StrCat("calibrate: no rows to fit in ",
                  options.logs.empty() ? std::string("the logs") : Join(options.logs, " ")));
   }
-  if (options.lnc < 1 || base.physical_cores_per_chip() % options.lnc != 0) {
-    Raise(ErrorCode::kInvalidArgument,
-          StrCat("calibrate: --lnc ", options.lnc, " does not divide the ",
-                 base.physical_cores_per_chip(), " physical cores of a chip"));
-  }
+  RanksPerChip(base, options.lnc, StrCat("calibrate: --lnc ", options.lnc, " on profile ", base.name()));
   const std::string source = StrCat("nkisim calibrate ", Join(options.logs, " "));
   CalibrationResult result;
   result.rows = rows;

@@ -7,6 +7,7 @@
 #include "collectives/algorithms.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
+#include "runtime/problem_list.h"
 
 namespace nkisim::collectives {
 namespace {
@@ -14,6 +15,9 @@ namespace {
 // Bounds that keep every table sized by them small (16,384 ranks: 256 trn2 instances at LNC 2).
 constexpr uint32_t kMaxWorldSize = 16384;
 constexpr uint32_t kMaxChips = 65536;
+// A batch far beyond any serving batch (decode scenarios take at most 128); keeps B and every
+// iota_workers entry in an int.
+constexpr uint32_t kMaxBatch = 1u << 20;
 
 std::string Quoted(const proto::ReplicaGroupSet& set, int index) {
   return StrCat("replica_groups[", index, "]",
@@ -30,7 +34,7 @@ std::string RankListString(const std::vector<int>& ranks) {
 // Builds the groups of one set; appends a message per problem. Groups that cannot be built stay
 // empty, so later checks still run on the rest.
 std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int world,
-                               std::vector<std::string>& problems) {
+                               ProblemList& problems) {
   const std::string where = Quoted(set, index);
   std::vector<Group> groups;
   auto generated = [&](const char* kind, uint32_t size, bool strided) {
@@ -67,7 +71,9 @@ std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int
         }
         Group group;
         for (int ri = 0; ri < ranks.size(); ++ri) {
-          if (static_cast<int64_t>(ranks[ri]) >= world) {
+          if (static_cast<int64_t>(ranks[ri]) >= world && problems.full()) {
+            problems.CountOnly();
+          } else if (static_cast<int64_t>(ranks[ri]) >= world) {
             problems.push_back(StrCat(where, ".explicit.groups[", gi, "].ranks[", ri, "]: ",
                                       ranks[ri], " is outside [0, ", world, ") (world_size)"));
           } else {
@@ -87,12 +93,16 @@ std::vector<Group> BuildGroups(const proto::ReplicaGroupSet& set, int index, int
 
 // Fills group_of_rank / position_of_rank; reports overlaps and ranks in no group.
 void IndexGroups(GroupSet& set, const std::string& where, int world,
-                 std::vector<std::string>& problems) {
+                 ProblemList& problems) {
   set.group_of_rank.assign(world, -1);
   set.position_of_rank.assign(world, -1);
   for (size_t gi = 0; gi < set.groups.size(); ++gi) {
     for (size_t pos = 0; pos < set.groups[gi].size(); ++pos) {
       const int r = set.groups[gi][pos];
+      if (set.group_of_rank[r] != -1 && problems.full()) {
+        problems.CountOnly();
+        continue;
+      }
       if (set.group_of_rank[r] != -1) {
         problems.push_back(StrCat(where, ": rank ", r, " appears in groups ", set.group_of_rank[r],
                                   " and ", gi, "; the groups of a set must be disjoint"));
@@ -113,7 +123,7 @@ void IndexGroups(GroupSet& set, const std::string& where, int world,
 }
 
 void CheckBatchShard(const proto::Topology& t, const ResolvedTopology& r,
-                     std::vector<std::string>& problems) {
+                     ProblemList& problems) {
   const proto::BatchShard& bs = t.batch_shard();
   const auto found = std::find_if(r.group_sets.begin(), r.group_sets.end(),
                                   [&](const GroupSet& s) { return s.name == bs.replica_group(); });
@@ -136,6 +146,11 @@ void CheckBatchShard(const proto::Topology& t, const ResolvedTopology& r,
       return;
     }
   }
+  if (bs.batch() > kMaxBatch) {
+    problems.push_back(StrCat("batch_shard.batch: ", bs.batch(), " must be at most ", kMaxBatch,
+                              " (sequences in one batch)"));
+    return;
+  }
   if (bs.batch() == 0 || g == 0 || bs.batch() % g != 0) {
     problems.push_back(StrCat("batch_shard.batch: ", bs.batch(),
                               " must be >= 1 and divisible by the ", "group size G = ", g, " of '",
@@ -152,7 +167,9 @@ void CheckBatchShard(const proto::Topology& t, const ResolvedTopology& r,
   for (int rank = 0; rank < r.world_size; ++rank) {
     const int pos = set.position_of_rank[rank];
     if (pos < 0) continue;
-    if (bs.iota_workers(rank) != pos * per_rank) {
+    if (bs.iota_workers(rank) != pos * per_rank && problems.full()) {
+      problems.CountOnly();
+    } else if (bs.iota_workers(rank) != pos * per_rank) {
       problems.push_back(StrCat("batch_shard.iota_workers[", rank, "]: ", bs.iota_workers(rank),
                                 " but rank ", rank, " is at position ", pos, " of its group [",
                                 RankListString(set.group_of(rank)), "], so it must be ", pos, " * ",
@@ -162,9 +179,10 @@ void CheckBatchShard(const proto::Topology& t, const ResolvedTopology& r,
 }
 
 void CheckPlacement(const proto::Topology& t, const HardwareProfile& profile, ResolvedTopology& r,
-                    std::vector<std::string>& problems) {
+                    ProblemList& problems) {
   const int lnc = std::max(r.lnc, 1);
-  const int per_chip = static_cast<int>(profile.physical_cores_per_chip()) / lnc;
+  // At least 1, so that the chips still get built when the lnc is refused (reported apart).
+  const int per_chip = std::max(1, static_cast<int>(profile.physical_cores_per_chip()) / lnc);
   const auto& chips = t.placement().chip_of_rank();
   if (chips.empty()) {
     for (int rank = 0; rank < r.world_size; ++rank)
@@ -178,7 +196,10 @@ void CheckPlacement(const proto::Topology& t, const HardwareProfile& profile, Re
   }
   std::map<uint32_t, int> ranks_on_chip;
   for (uint32_t chip : chips) {
-    if (chip >= kMaxChips) {
+    if (chip >= kMaxChips && problems.full()) {
+      problems.CountOnly();
+      chip = 0;
+    } else if (chip >= kMaxChips) {
       problems.push_back(StrCat("placement.chip_of_rank: chip ", chip, " must be below ", kMaxChips));
       chip = 0;
     }
@@ -192,7 +213,7 @@ void CheckPlacement(const proto::Topology& t, const HardwareProfile& profile, Re
 }
 
 ResolvedTopology Resolve(const proto::Topology& t, const HardwareProfile& profile,
-                         std::vector<std::string>& problems) {
+                         ProblemList& problems) {
   ResolvedTopology r;
   r.world_size = static_cast<int>(t.world_size());
   r.lnc = static_cast<int>(t.lnc());
@@ -201,8 +222,8 @@ ResolvedTopology Resolve(const proto::Topology& t, const HardwareProfile& profil
     problems.push_back(StrCat("world_size: ", t.world_size(), ": must be at most ", kMaxWorldSize));
     r.world_size = 0;  // nothing sized by it is built
   }
-  if (t.lnc() != 1 && t.lnc() != 2) {
-    problems.push_back(StrCat("lnc: ", t.lnc(), ": must be 1 or 2 (physical cores per rank)"));
+  if (const std::string lnc = LncProblem(profile, t.lnc()); !lnc.empty()) {
+    problems.push_back(StrCat("lnc: ", t.lnc(), ": ", lnc));
   }
   std::map<std::string, int> seen;
   for (int i = 0; i < t.replica_groups_size(); ++i) {
@@ -234,7 +255,7 @@ ResolvedTopology Resolve(const proto::Topology& t, const HardwareProfile& profil
   if (t.has_batch_shard()) {
     CheckBatchShard(t, r, problems);
     r.batch_shard_group = t.batch_shard().replica_group();
-    r.batch = static_cast<int>(t.batch_shard().batch());
+    r.batch = static_cast<int>(std::min(t.batch_shard().batch(), kMaxBatch));
   }
   CheckPlacement(t, profile, r, problems);
   return r;
@@ -265,21 +286,16 @@ proto::Topology LoadTopology(const std::string& path) {
 
 std::vector<std::string> CheckTopology(const proto::Topology& topology,
                                        const HardwareProfile& profile) {
-  std::vector<std::string> problems;
+  ProblemList problems;
   Resolve(topology, profile, problems);
-  return problems;
+  return problems.Lines();
 }
 
 ResolvedTopology ResolveTopology(const proto::Topology& topology, const HardwareProfile& profile,
                                  const std::string& source_name) {
-  std::vector<std::string> problems;
+  ProblemList problems;
   ResolvedTopology resolved = Resolve(topology, profile, problems);
-  if (!problems.empty()) {
-    std::string message = StrCat(source_name, ": ", problems.size(), " problem",
-                                 problems.size() == 1 ? "" : "s", ":");
-    for (const std::string& p : problems) message += "\n  " + p;
-    Raise(ErrorCode::kBadConfig, message);
-  }
+  if (!problems.empty()) Raise(ErrorCode::kBadConfig, problems.Message(source_name));
   if (!resolved.batch_shard_group.empty() && topology.batch_shard().iota_workers_size() == 0) {
     const GroupSet& set = resolved.group_set(resolved.batch_shard_group);
     const int per_rank = resolved.batch / static_cast<int>(set.groups[0].size());

@@ -70,19 +70,12 @@ int main(int argc, char** argv) {
       groups[c.name] = cmd;
     }
   }
-  // CLI11 answers an unknown command with "A subcommand is required", which does not name it.
-  if (argc >= 2 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr, "nkisim: '%s' is not a command; the commands are %s (--help)\n",
-                   argv[1], names.c_str());
-      return 2;
-    }
+  // CLI11 answers an unknown or missing command with "A subcommand is required", which names
+  // neither it nor the valid ones; so for the top level and every group, say which.
+  if (const std::string usage = nkisim::launcher::CommandWordProblem(app, argc, argv);
+      !usage.empty()) {
+    std::fprintf(stderr, "nkisim: %s (--help)\n", usage.c_str());
+    return 2;
   }
   try {
     app.parse(argc, argv);

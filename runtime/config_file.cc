@@ -17,8 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "runtime/error.h"
+#include "runtime/strict_json.h"
 
 namespace nkisim {
 namespace {
@@ -99,12 +101,44 @@ PresenceTypes& Presence() {
   return *types;
 }
 
+// The path of the first string field (at any depth) that is not UTF-8, or empty. The text
+// format takes any bytes in a string ("\\351"); proto3 strings must be UTF-8, and a config's
+// strings end up in messages, reports and cache keys.
+std::string FirstBadUtf8(const pb::Message& m, const std::string& prefix) {
+  const pb::Reflection* r = m.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    if (f->type() != pb::FieldDescriptor::TYPE_STRING &&
+        f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      continue;  // numbers: nothing to check (and a list of millions of them is not walked)
+    }
+    const std::string name = prefix.empty() ? f->name() : StrCat(prefix, ".", f->name());
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string at = f->is_repeated() ? StrCat(name, "[", i, "]") : name;
+      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        const pb::Message& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        std::string bad = FirstBadUtf8(sub, at);
+        if (!bad.empty()) return bad;
+      } else if (f->type() == pb::FieldDescriptor::TYPE_STRING) {
+        const std::string v = f->is_repeated() ? r->GetRepeatedString(m, f, i) : r->GetString(m, f);
+        if (ValidUtf8(v) != v) return StrCat(at, ": '", ValidUtf8(v), "'");
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 void ParseConfigText(const std::string& text, const std::string& source,
                      google::protobuf::Message* message) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
+    // protobuf's JSON parser takes an object for a list, flattens nested lists and lets the
+    // last of two equal keys win; the shape check refuses those first (runtime/strict_json.h).
+    CheckJsonShape(text, source, message->GetDescriptor());
     std::unique_ptr<google::protobuf::Message> parsed(message->New());
     const auto status = google::protobuf::util::JsonStringToMessage(text, parsed.get());
     if (!status.ok()) {
@@ -116,17 +150,26 @@ void ParseConfigText(const std::string& text, const std::string& source,
   google::protobuf::TextFormat::Parser parser;
   FirstError errors;
   parser.RecordErrorsTo(&errors);
-  // Parse (not Merge) into a fresh message first: Parse refuses a non-repeated field or a oneof
-  // given twice, where Merge lets the last one win silently. The fresh message is of the same
-  // type with presence on every scalar (PresenceTypes), so "batch: 0 batch: 8" is refused too.
-  // The merge then keeps explicit zeros over the defaults already in `message`.
+  // Parse (not Merge) into a fresh message: Parse refuses a non-repeated field or a oneof given
+  // twice, where Merge lets the last one win silently. The fresh message is of the same type with
+  // presence on every scalar (PresenceTypes), so "batch: 0 batch: 8" is refused too. It is then
+  // merged into `message` through the wire format (the two types are wire-compatible), which
+  // keeps explicit zeros over the defaults already there: one text parse, not two.
   std::unique_ptr<google::protobuf::Message> fresh = Presence().New(message->GetDescriptor());
-  if (!parser.ParseFromString(text, fresh.get()) || !parser.MergeFromString(text, message)) {
+  if (!parser.ParseFromString(text, fresh.get())) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ":", errors.first()));
+  }
+  const std::string bad = FirstBadUtf8(*fresh, "");
+  if (!bad.empty()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source, ": ", bad, " is not valid UTF-8 (every string of a config must be)"));
+  }
+  if (!message->MergeFromString(fresh->SerializePartialAsString())) {
+    Raise(ErrorCode::kInternal, StrCat(source, ": config parser: the parsed message did not merge"));
   }
 }
 
-std::string ReadConfigFile(const std::string& path, const std::string& what) {
+void CheckRegularFile(const std::string& path, const std::string& what) {
   // Only a regular file of bounded size: a FIFO would block forever, a device read without end.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -146,6 +189,10 @@ std::string ReadConfigFile(const std::string& path, const std::string& what) {
     Raise(ErrorCode::kBadConfig, StrCat(path, ": the ", what, " is ", st.st_size,
                                         " bytes; at most ", kMaxConfigFileBytes, " are read"));
   }
+}
+
+std::string ReadConfigFile(const std::string& path, const std::string& what) {
+  CheckRegularFile(path, what);
   std::ifstream in(path);
   if (!in) {
     Raise(ErrorCode::kBadConfig, StrCat(path, ": cannot open ", what, ": ", std::strerror(errno)));

@@ -22,4 +22,8 @@ inline constexpr long long kMaxConfigFileBytes = 64LL << 20;
 // over kMaxConfigFileBytes.
 std::string ReadConfigFile(const std::string& path, const std::string& what);
 
+// ReadConfigFile's checks without the read: for a file nkisim hands to another program (the
+// scenario's hostfile to mpirun), before the job starts.
+void CheckRegularFile(const std::string& path, const std::string& what);
+
 }  // namespace nkisim

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "runtime/config_file.h"
 #include "runtime/error.h"
@@ -18,7 +20,127 @@ HardwareProfile MakeTrn2() {
   return p;
 }
 
+// No figure of a machine comes near 1e12 (GHz, GB/s, bytes per partition, counts, ns), and none
+// that must be positive is below 1e-6 (1 kB/s, 1 kHz); a value beyond either is a typo that would
+// make every time 0 or astronomically large. The tuning rows are held to the same bounds.
+constexpr double kMinFigure = 1e-6;
+constexpr double kMaxFigure = 1e12;
+constexpr uint64_t kMaxThresholdBytes = 1ULL << 40;
+
+// The collectives each algorithm row of collectives/algorithms.cc implements (its `serves`);
+// collectives_tests checks that the two tables agree. A tuning row for an op its algorithm does
+// not implement could never apply.
+struct TunedAlgorithm {
+  const char* name;
+  std::vector<std::string> ops;
+};
+const std::vector<TunedAlgorithm>& TunedAlgorithms() {
+  static const std::vector<std::string> kGatherAndReductions = {"all_gather", "reduce_scatter",
+                                                                "all_reduce"};
+  static const std::vector<TunedAlgorithm> kTable = {
+      {"ring", kGatherAndReductions},     {"mesh", kGatherAndReductions},
+      {"mesh_1step", {"all_reduce"}},     {"rdh", kGatherAndReductions},
+      {"kangaring", kGatherAndReductions}, {"hierarchical", kGatherAndReductions},
+      {"pairwise", {"all_to_all"}},
+  };
+  return kTable;
+}
+
+// The integer fields: counts and sizes, each bounded by what a chip could have (trn2's figure in
+// brackets), so that no table or product sized by them can be huge or overflow.
+void CheckCounts(const HardwareProfile& p, const std::string& source_name) {
+  struct Count { const char* field; uint64_t value, lo, hi; };
+  const Count counts[] = {
+      {"pe_cols", p.pe_cols(), 1, 1024},                                     // [128]
+      {"pe_max_moving_free", p.pe_max_moving_free(), 1, 65536},              // [512]
+      {"pe_min_cycles", p.pe_min_cycles(), 0, 1000000},                      // [64]
+      {"access_overhead_cycles", p.access_overhead_cycles(), 0, 1000000},    // [60]
+      {"sbuf_bytes_per_partition", p.sbuf_bytes_per_partition(), 1, 1ULL << 30},  // [224 KiB]
+      {"psum_bytes_per_partition", p.psum_bytes_per_partition(), 1, 1ULL << 30},  // [16 KiB]
+      {"psum_banks", p.psum_banks(), 1, 1024},                               // [8]
+      {"dma_queues", p.dma_queues(), 1, 16},                                 // [16]
+      {"hbm_bytes_per_chip", p.hbm_bytes_per_chip(), 1, 1ULL << 50},         // [96 GiB]
+      {"physical_cores_per_chip", p.physical_cores_per_chip(), 1, 256},      // [8]
+      {"chips_per_instance", p.chips_per_instance(), 1, 4096},               // [16]
+      {"torus_x", p.torus_x(), 1, 4096},                                     // [4]
+      {"torus_y", p.torus_y(), 1, 4096},                                     // [4]
+  };
+  for (const Count& c : counts) {
+    if (c.value < c.lo || c.value > c.hi) {
+      Raise(ErrorCode::kBadConfig,
+            StrCat(source_name, ": hardware profile field '", c.field, "' is ", c.value,
+                   "; it must be in [", c.lo, ", ", c.hi, "]",
+                   c.hi == 16 ? " (the simulator models at most 16)" : ""));
+    }
+  }
+}
+
+std::string JoinOps(const std::vector<std::string>& ops) {
+  std::string s;
+  for (const std::string& op : ops) s += StrCat(s.empty() ? "" : ", ", op);
+  return s;
+}
+
+void CheckTuningFigure(const std::string& where, const char* field, bool has, double v, double lo) {
+  if (has && !(v >= lo && v <= kMaxFigure)) {
+    Raise(ErrorCode::kBadConfig, StrCat(where, ".", field, ": ", v, " must be in [",
+                                        lo == 0 ? "0" : "1e-6", ", 1e12]"));
+  }
+}
+
+void CheckTuningRow(const proto::CollectiveTuning& t, const std::string& where) {
+  static const char* const kOps[] = {"", "all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
+  if (std::find(std::begin(kOps), std::end(kOps), t.op()) == std::end(kOps)) {
+    Raise(ErrorCode::kBadConfig, StrCat(where, ".op: '", t.op(), "' is not one of all_gather, ",
+                                        "reduce_scatter, all_reduce, all_to_all (or empty)"));
+  }
+  if (!t.algorithm().empty()) {
+    const std::vector<std::string>* ops = TuningAlgorithmOps(t.algorithm());
+    if (ops == nullptr) {
+      Raise(ErrorCode::kBadConfig, StrCat(where, ".algorithm: '", t.algorithm(), "' is not one of ",
+                                          TuningAlgorithmNames(), " (or empty)"));
+    }
+    if (!t.op().empty() && std::find(ops->begin(), ops->end(), t.op()) == ops->end()) {
+      Raise(ErrorCode::kBadConfig,
+            StrCat(where, ": algorithm '", t.algorithm(), "' does not implement ", t.op(),
+                   ", so the row could never apply (", t.algorithm(), " serves ",
+                   JoinOps(*ops), ")"));
+    }
+  }
+  CheckTuningFigure(where, "step_latency_ns", t.has_step_latency_ns(), t.step_latency_ns(), 0);
+  CheckTuningFigure(where, "fixed_ns", t.has_fixed_ns(), t.fixed_ns(), 0);
+  CheckTuningFigure(where, "link_gbps", t.has_link_gbps(), t.link_gbps(), kMinFigure);
+}
+
 }  // namespace
+
+const std::vector<std::string>* TuningAlgorithmOps(const std::string& algorithm) {
+  for (const TunedAlgorithm& a : TunedAlgorithms()) {
+    if (algorithm == a.name) return &a.ops;
+  }
+  return nullptr;
+}
+
+std::string TuningAlgorithmNames() {
+  std::string names;
+  for (const TunedAlgorithm& a : TunedAlgorithms()) names += StrCat(names.empty() ? "" : ", ", a.name);
+  return names;
+}
+
+std::string LncProblem(const HardwareProfile& p, int64_t lnc) {
+  if (lnc != 1 && lnc != 2) return "must be 1 or 2 (physical cores per rank)";
+  if (p.physical_cores_per_chip() % lnc != 0) {
+    return StrCat("does not divide the profile's physical_cores_per_chip (",
+                  p.physical_cores_per_chip(), "): a rank's physical cores must be on one chip");
+  }
+  return "";
+}
+
+int RanksPerChip(const HardwareProfile& p, int64_t lnc, const std::string& source) {
+  const std::string problem = LncProblem(p, lnc);
+  if (!problem.empty()) Raise(ErrorCode::kBadConfig, StrCat(source, ": lnc ", lnc, " ", problem));
+  return static_cast<int>(p.physical_cores_per_chip() / lnc);
+}
 
 const HardwareProfile& Trn2Profile() {
   static const HardwareProfile kTrn2 = MakeTrn2();
@@ -46,29 +168,16 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"scalar_freq_ghz", p.scalar_freq_ghz()}, {"scalar_elems_per_cycle", p.scalar_elems_per_cycle()},
       {"gpsimd_freq_ghz", p.gpsimd_freq_ghz()}, {"gpsimd_elems_per_cycle", p.gpsimd_elems_per_cycle()},
       {"hbm_gbps_per_core", p.hbm_gbps_per_core()}, {"dma_queue_gbps", p.dma_queue_gbps()},
-      {"hbm_bytes_per_chip", static_cast<double>(p.hbm_bytes_per_chip())},
-      {"dma_queues", static_cast<double>(p.dma_queues())},
-      {"core_link_gbps", p.core_link_gbps()}, {"psum_banks", static_cast<double>(p.psum_banks())},
-      {"sbuf_bytes_per_partition", static_cast<double>(p.sbuf_bytes_per_partition())},
-      {"psum_bytes_per_partition", static_cast<double>(p.psum_bytes_per_partition())},
+      {"core_link_gbps", p.core_link_gbps()},
       {"neuronlink_gbps_per_chip", p.neuronlink_gbps_per_chip()},
       {"interinstance_gbps_per_chip", p.interinstance_gbps_per_chip()},
       {"intrachip_gbps", p.intrachip_gbps()},
       {"collective_dma_gbps_per_rank", p.collective_dma_gbps_per_rank()},
-      {"physical_cores_per_chip", static_cast<double>(p.physical_cores_per_chip())},
-      {"chips_per_instance", static_cast<double>(p.chips_per_instance())},
-      {"torus_x", static_cast<double>(p.torus_x())},
-      {"torus_y", static_cast<double>(p.torus_y())},
-      {"pe_max_moving_free", static_cast<double>(p.pe_max_moving_free())},
-      {"pe_cols", static_cast<double>(p.pe_cols())},
   };
-  // No figure of a machine comes near 1e12 (GHz, GB/s, bytes per partition, counts, ns); a value
-  // beyond it is a typo that would make every time 0 or astronomically large.
-  constexpr double kMaxFigure = 1e12;
   for (const Positive& f : positives) {
-    if (!(f.value > 0 && f.value <= kMaxFigure)) {
+    if (!(f.value >= kMinFigure && f.value <= kMaxFigure)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
-                                          "' is ", f.value, "; it must be finite, > 0 and <= 1e12"));
+                                          "' is ", f.value, "; it must be in [1e-6, 1e12]"));
     }
   }
   struct NonNegative { const char* field; double value; };
@@ -80,17 +189,16 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"interinstance_latency_ns", p.interinstance_latency_ns()},
       {"dma_fixed_ns", p.dma_fixed_ns()},
       {"core_link_latency_ns", p.core_link_latency_ns()},
-      {"pe_min_cycles", static_cast<double>(p.pe_min_cycles())},
-      {"access_overhead_cycles", static_cast<double>(p.access_overhead_cycles())},
       {"pe_mx_speedup", p.pe_mx_speedup()},
       {"host_ms_per_step", p.host_ms_per_step()},
   };
   for (const NonNegative& f : non_negatives) {
     if (!(f.value >= 0 && f.value <= kMaxFigure)) {
       Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
-                                          "' is ", f.value, "; it must be finite, >= 0 and <= 1e12"));
+                                          "' is ", f.value, "; it must be in [0, 1e12]"));
     }
   }
+  CheckCounts(p, source_name);
   // Strings go into cache keys and reports as protobuf strings, which must be UTF-8.
   auto check_utf8 = [&](const std::string& field, const std::string& value) {
     if (ValidUtf8(value) != value) {
@@ -103,51 +211,30 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
     check_utf8(StrCat("collective_tuning[", i, "].algorithm"), p.collective_tuning(i).algorithm());
     check_utf8(StrCat("collective_tuning[", i, "].source"), p.collective_tuning(i).source());
   }
+  if (p.rdh_max_bytes_per_rank() > kMaxThresholdBytes) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile field 'rdh_max_bytes_per_rank' is ",
+                 p.rdh_max_bytes_per_rank(), "; it must be <= 2^40 (1 TiB, beyond any HBM)"));
+  }
   if (p.mesh_max_bytes_per_rank() > p.rdh_max_bytes_per_rank()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile: mesh_max_bytes_per_rank (",
                  p.mesh_max_bytes_per_rank(), ") must not exceed rdh_max_bytes_per_rank (",
                  p.rdh_max_bytes_per_rank(), ")"));
   }
-  if (p.torus_x() * p.torus_y() != p.chips_per_instance()) {
+  if (static_cast<uint64_t>(p.torus_x()) * p.torus_y() != p.chips_per_instance()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile: torus_x x torus_y (", p.torus_x(), " x ",
                  p.torus_y(), ") must equal chips_per_instance (", p.chips_per_instance(), ")"));
   }
   for (int i = 0; i < p.collective_tuning_size(); ++i) {
-    const proto::CollectiveTuning& t = p.collective_tuning(i);
-    const std::string where = StrCat(source_name, ": hardware profile: collective_tuning[", i, "]");
-    static const char* const kOps[] = {"", "all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
-    if (std::find(std::begin(kOps), std::end(kOps), t.op()) == std::end(kOps)) {
-      Raise(ErrorCode::kBadConfig, StrCat(where, ".op: '", t.op(), "' is not one of all_gather, ",
-                                          "reduce_scatter, all_reduce, all_to_all (or empty)"));
-    }
-    // The rows of collectives/algorithms.cc (a tuning row with another name would never apply).
-    static const char* const kAlgorithms[] = {"",    "ring",      "mesh",         "mesh_1step",
-                                              "rdh", "kangaring", "hierarchical", "pairwise"};
-    if (std::find(std::begin(kAlgorithms), std::end(kAlgorithms), t.algorithm()) ==
-        std::end(kAlgorithms)) {
-      Raise(ErrorCode::kBadConfig,
-            StrCat(where, ".algorithm: '", t.algorithm(), "' is not one of ring, mesh, mesh_1step, ",
-                   "rdh, kangaring, hierarchical, pairwise (or empty)"));
-    }
-    if ((t.has_step_latency_ns() && !(t.step_latency_ns() >= 0 && std::isfinite(t.step_latency_ns()))) ||
-        (t.has_fixed_ns() && !(t.fixed_ns() >= 0 && std::isfinite(t.fixed_ns()))) ||
-        (t.has_link_gbps() && !(t.link_gbps() > 0 && std::isfinite(t.link_gbps())))) {
-      Raise(ErrorCode::kBadConfig,
-            StrCat(where, ": step_latency_ns (", t.step_latency_ns(), ") and fixed_ns (",
-                   t.fixed_ns(), ") must be finite and >= 0, link_gbps (", t.link_gbps(),
-                   ") finite and > 0"));
-    }
+    CheckTuningRow(p.collective_tuning(i),
+                   StrCat(source_name, ": hardware profile: collective_tuning[", i, "]"));
   }
   if (p.partitions() == 0 || p.partitions() > 128 || p.pe_rows() != p.partitions()) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile field 'partitions' is ", p.partitions(),
                  "; it must be in [1, 128] and equal pe_rows (", p.pe_rows(), ")"));
-  }
-  if (p.dma_queues() > 16) {
-    Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field 'dma_queues' is ",
-                                        p.dma_queues(), "; the simulator models at most 16"));
   }
   if (p.psum_bytes_per_partition() % p.psum_banks() != 0 ||
       p.psum_bytes_per_partition() / p.psum_banks() < 4 * p.pe_max_moving_free()) {

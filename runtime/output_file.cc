@@ -1,5 +1,6 @@
 #include "runtime/output_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +62,35 @@ void CheckWritable(const std::string& path, const char* what) {
   }
   out.close();
   std::remove(probe.c_str());
+}
+
+void PrepareOutputDir(const std::string& dir, const char* what) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) Raise(ErrorCode::kInvalidArgument, StrCat(what, ": empty; name a directory"));
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    Raise(ErrorCode::kInvalidArgument, StrCat(what, " '", dir, "': exists and is not a directory"));
+  }
+  if (!fs::exists(st)) {
+    std::string last = dir;
+    while (last.size() > 1 && last.back() == '/') last.pop_back();  // "a/b/" -> "a/b"
+    const fs::path parent = fs::path(last).parent_path();
+    const std::string up = parent.empty() ? "." : parent.string();
+    if (!fs::is_directory(up, ec)) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat(what, " '", dir, "': its parent ", up, " is not an existing directory; only the ",
+                   "last component of an output directory is created"));
+    }
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+      Raise(ErrorCode::kInvalidArgument,
+            StrCat(what, " '", dir, "': cannot create it: ", std::strerror(errno)));
+    }
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat(what, " '", dir, "': cannot be written (", std::strerror(errno), ")"));
+  }
 }
 
 }  // namespace nkisim

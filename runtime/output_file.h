@@ -16,4 +16,11 @@ void WriteFileAtomically(const std::string& path, std::string_view content, cons
 // (a probe is created and removed). Throws Error(kInvalidArgument) "what 'path': reason".
 void CheckWritable(const std::string& path, const char* what);
 
+// Makes `dir` ready for outputs, before any work: an existing directory that takes a file, or a
+// new directory made as the last component of a path whose parent exists. Parents are never
+// created: a typo in --out-dir must not build a tree of directories (as root, anywhere).
+// Throws Error(kInvalidArgument) "what 'dir': <the rule it breaks>", the class of every output
+// path that cannot be written (CheckWritable's too).
+void PrepareOutputDir(const std::string& dir, const char* what);
+
 }  // namespace nkisim

@@ -93,6 +93,10 @@ collectives::ResolvedTopology LoadAndCheckTopology(const BatchShardCaseOptions& 
           StrCat(kWhat, ": --lnc ", o.common.lnc, " does not match lnc ", t.lnc, " of ", o.topology,
                  " (its placement assumes it); pass --lnc ", t.lnc));
   }
+  if (o.b == 0) {  // the file's batch sizes the tensors: held to the flags' limits
+    const double per_rank = static_cast<double>(o.n) * o.s * o.d * t.batch;
+    CheckKernelFlags(kWhat, {{"batch_shard.batch", t.batch}}, per_rank * (world + 2) * 4);
+  }
   if (world != t.world_size) {
     Raise(ErrorCode::kBadConfig,
           StrCat(kWhat, ": topology ", o.topology, " has world_size ", t.world_size,
@@ -156,6 +160,7 @@ int RunBatchShardCase(const BatchShardCaseOptions& o) {
   try {
     const Plan plan = CheckFlags(o);
     const collectives::ResolvedTopology topology = LoadAndCheckTopology(o, world);
+    if (!o.out_dir.empty()) PrepareKernelOutputDir(o.out_dir, "--out-dir");
     const bool nbsd = plan.layout == BatchShardLayout::kNBSd;
     const collectives::GroupSet& set = topology.group_set(topology.batch_shard_group);
     const collectives::Group& members = set.group_of(rank);

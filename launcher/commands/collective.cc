@@ -497,6 +497,9 @@ int RunModelOnly(const Options& o) {
   CheckSweep(o, o.ranks, min_bytes, max_bytes);
   const collectives::CollectiveOp cop = collectives::ParseOp(o.op);
   // The first group of contiguous ranks 0 .. g - 1, placed as the default topology places them.
+  RanksPerChip(profile, o.common.lnc,
+               StrCat("collective: --lnc ", o.common.lnc, " on profile ",
+                      o.common.profile_path.empty() ? "trn2 (built in)" : o.common.profile_path));
   collectives::GroupPlacement all = collectives::DefaultPlacement(o.ranks, o.common.lnc, profile);
   collectives::GroupPlacement group = all;
   group.world_rank.resize(static_cast<size_t>(g));

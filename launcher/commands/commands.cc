@@ -1,5 +1,7 @@
 #include "launcher/commands/commands.h"
 
+#include <CLI/CLI.hpp>
+
 #include "launcher/commands/calibrate.h"
 #include "launcher/commands/collective.h"
 #include "launcher/commands/demo.h"
@@ -14,6 +16,7 @@
 #include "launcher/commands/run.h"
 #include "launcher/commands/sweep.h"
 #include "launcher/commands/validate.h"
+#include "runtime/error.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -62,5 +65,32 @@ constexpr Command kCommands[] = {
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
+
+std::string CommandWordProblem(CLI::App& app, int argc, char** argv) {
+  CLI::App* group = &app;
+  std::string path = "nkisim";
+  for (int i = 1;; ++i) {
+    std::string names;
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : group->get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      if (i < argc && sub->get_name() == argv[i]) next = sub;
+    }
+    if (names.empty()) return "";  // a command, not a group: CLI11 parses its flags
+    if (i < argc && argv[i][0] == '-') {
+      const std::string flag = argv[i];
+      if (flag == "-h" || flag == "--help" || flag == "--version") return "";  // CLI11 answers
+      return StrCat("'", path, "' needs a command before '", flag, "': ", names);
+    }
+    if (i >= argc) return StrCat("'", path, "' needs a command: ", names);
+    if (next == nullptr) {
+      return StrCat("'", argv[i], "' is not a command", group == &app ? "" : StrCat(" of '", path, "'"),
+                    "; ", group == &app ? "the" : "its", " commands are ", names);
+    }
+    path += StrCat(" ", argv[i]);
+    group = next;
+  }
+}
+
 
 }  // namespace nkisim::launcher

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 namespace CLI {
 class App;
@@ -22,5 +23,12 @@ struct Command {
 
 // Every command, groups before their members, in the order --help lists them.
 std::span<const Command> Commands();
+
+// Walks the command words of argv down the groups of `app` ("kernel", "example"): "" when each
+// names a command of its group, else "'softmax' is not a command of 'nkisim kernel'; its commands
+// are qkv, oproj, attention, mlp", or that a group needs one (also before a flag). --help and
+// --version are left to CLI11, which answers a missing command with "A subcommand is required"
+// and names neither the word nor the valid ones.
+std::string CommandWordProblem(CLI::App& app, int argc, char** argv);
 
 }  // namespace nkisim::launcher

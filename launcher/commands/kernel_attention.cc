@@ -89,6 +89,7 @@ int RunKernelAttention(const AttentionOptions& options) {
   AttentionOptions o = options;
   if (!o.b_given) o.b = o.variant == "tkg" ? 4 : 1;  // an explicit --b is range-checked below
   ApplySimMode("kernel attention", o.common, o.check);
+  PrepareKernelOutputs("kernel attention", o.out_dir, o.common.trace_path);
   const HardwareProfile profile = LoadProfile(o.common);
   const DType dtype = ParseDType(o.dtype);
   const bool tkg = o.variant == "tkg";

@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"
 #include "runtime/npy.h"
+#include "runtime/output_file.h"
 #include "runtime/rng.h"
 #include "runtime/trace.h"
 
@@ -46,14 +47,21 @@ TensorView ReadX4Npy(const std::string& npy_path, const std::string& name, const
   return t.bitcast(x4);
 }
 
+void PrepareKernelOutputDir(const std::string& out_dir, const char* what) {
+  if (Functional()) PrepareOutputDir(out_dir, what);
+}
+
+void PrepareKernelOutputs(const std::string& command, const std::string& out_dir,
+                          const std::string& trace_path) {
+  // The trace first: a refused command creates no directory.
+  if (!trace_path.empty()) CheckWritable(trace_path, StrCat(command, ": --trace").c_str());
+  PrepareKernelOutputDir(out_dir, StrCat(command, ": --out-dir").c_str());
+}
+
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor) {
   if (!Functional()) return "not written (timing-only: no values computed)";
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) {
-    Raise(ErrorCode::kBadConfig, StrCat("output directory '", out_dir, "': ", ec.message()));
-  }
+  PrepareOutputDir(out_dir, "--out-dir");
   const std::string path = (std::filesystem::path(out_dir) / (name + ".npy")).string();
   WriteNpy(path, NpyExchangeView(tensor));
   return path;

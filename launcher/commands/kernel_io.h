@@ -41,7 +41,16 @@ struct SizeFlag {
 void CheckKernelFlags(const char* command, std::initializer_list<SizeFlag> sizes,
                       double host_bytes);
 
-// Writes tensor to <out_dir>/<name>.npy (out_dir is created); returns the path. In the
+// Before any work, in the functional mode (the timing-only mode writes nothing): out_dir is an
+// existing directory that takes files, or is made as the last component of an existing parent
+// (runtime/output_file.h PrepareOutputDir; parents are never created). Error(kInvalidArgument).
+void PrepareKernelOutputDir(const std::string& out_dir, const char* what);
+// Both outputs of a kernel command, before any work: --out-dir as above, and --trace (unless '')
+// writable (CheckWritable), named "<command>: --out-dir" and "<command>: --trace".
+void PrepareKernelOutputs(const std::string& command, const std::string& out_dir,
+                          const std::string& trace_path);
+
+// Writes tensor to <out_dir>/<name>.npy (PrepareOutputDir first); returns the path. In the
 // timing-only mode writes nothing (the tensor holds no values) and says so in the returned text.
 std::string WriteOutput(const std::string& out_dir, const std::string& name,
                         const TensorView& tensor);

@@ -156,6 +156,7 @@ int RunKernelMlp(const MlpOptions& o) {
                      (3 * rows * h + 3 * h * i) * 4.0 + (rows * h + 2 * rows * i) * 8.0);
   }
   ApplySimMode("kernel mlp", o.common, o.check);
+  PrepareKernelOutputs("kernel mlp", o.out_dir, o.common.trace_path);
   const HardwareProfile profile = LoadProfile(o.common);
   const MlpParams p = MakeInputs(o);
   std::printf(

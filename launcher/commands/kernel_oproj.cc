@@ -150,6 +150,7 @@ int RunKernelOproj(const OprojOptions& o) {
                          12.0);  // fp32 inputs, output, fp64 golden
   }
   ApplySimMode("kernel oproj", o.common, o.check);
+  PrepareKernelOutputs("kernel oproj", o.out_dir, o.common.trace_path);
   const HardwareProfile profile = LoadProfile(o.common);
   const OprojKernel kernel = o.variant == "cte" ? OprojKernel::kCte : OprojKernel::kTkg;
   const kernels::OprojCase c{o.b,        o.n,

@@ -176,6 +176,7 @@ int RunKernelQkv(const KernelQkvOptions& o) {
     }
   }
   ApplySimMode("kernel qkv", o.common, o.check);
+  PrepareKernelOutputs("kernel qkv", o.out_dir, o.common.trace_path);
   const HardwareProfile profile = LoadProfile(o.common);
   kernels::QkvParams params = kernels::MakeQkvCase(CaseOptions(o));
   const double input_bytes = ReadInputs(o.in_dir, params);

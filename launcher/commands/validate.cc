@@ -45,17 +45,17 @@ void AddValidateCommand(CLI::App* cmd, int* exit_code) {
       *exit_code = 0;
       return;
     }
+    proto::Topology parsed;
     try {
-      proto::Topology probe;
-      ParseConfigText(text, options->path, &probe);
+      parsed = collectives::ParseTopology(text, options->path);
     } catch (const Error& e) {
       Raise(ErrorCode::kBadConfig,
             StrCat(options->path, " is neither a scenario nor a topology file:\n  as a scenario: ",
                    scenario_error, "\n  as a topology: ", e.what()));
     }
     const HardwareProfile profile = LoadProfile(options->common);
-    const collectives::ResolvedTopology topology = collectives::ResolveTopology(
-        collectives::LoadTopology(options->path), profile, options->path);
+    const collectives::ResolvedTopology topology =
+        collectives::ResolveTopology(parsed, profile, options->path);
     std::printf("%s: valid\n%s", options->path.c_str(),
                 collectives::FormatTopology(topology).c_str());
     *exit_code = 0;

@@ -22,11 +22,47 @@ Monitor::Monitor(const MonitorLimits& limits, Clock::time_point start, Printer p
       waiting_in_(limits.world_size),
       phase_(limits.world_size) {}
 
+// A rank's hello says how many MPI ranks were launched: a job of another size is a bad config
+// (exit 14), however the ranks go on to fail, and whichever rank says so first.
+Failure Monitor::WorldMismatch(const control::Event& e) const {
+  if (e.kind != control::Event::Kind::kMessage || !e.message.has_hello() ||
+      e.message.hello().world_size() == static_cast<uint32_t>(limits_.world_size)) {
+    return {};
+  }
+  return {StrCat("scenario world_size ", limits_.world_size, " does not match the ",
+                 e.message.hello().world_size(), " MPI ranks launched (mpirun -n ",
+                 limits_.world_size, " runs it)"),
+          ErrorCode::kBadConfig};
+}
+
+// A message from a rank the job does not have: its hello or its error classify the failure;
+// anything else is a broken control plane. A rank is named only when it named itself.
+Failure Monitor::OutsideRank(const control::Event& e) const {
+  if (Failure f = WorldMismatch(e); f.failed()) return f;
+  const std::string who =
+      e.rank < 0 ? std::string("a control connection that named no rank")
+                 : StrCat("rank ", e.rank, ", outside the scenario's world_size ", limits_.world_size);
+  if (e.message.has_error()) {
+    return {StrCat(who, ": ", e.message.error().message()), KnownCode(e.message.error().code())};
+  }
+  return {StrCat("a control message from ", who), ErrorCode::kCommError};
+}
+
+ErrorCode Monitor::KnownCode(uint32_t code) {
+  // The code comes off the wire: anything but a known code is an internal error, so a bad value
+  // can never become exit code 0 or overflow.
+  return code >= static_cast<uint32_t>(ErrorCode::kInvalidArgument) &&
+                 code <= static_cast<uint32_t>(ErrorCode::kInternal)
+             ? static_cast<ErrorCode>(code)
+             : ErrorCode::kInternal;
+}
+
 Failure Monitor::Handle(const control::Event& e, Clock::time_point now) {
   if (e.rank < 0 || e.rank >= limits_.world_size) {
     if (e.kind == control::Event::Kind::kDisconnected) return {};
-    return {StrCat("message from unknown rank ", e.rank), ErrorCode::kCommError};
+    return OutsideRank(e);
   }
+  if (Failure f = WorldMismatch(e); f.failed()) return f;
   last_seen_[e.rank] = now;
   // Heartbeats prove the process lives; only the other messages prove it makes progress.
   if (e.kind == control::Event::Kind::kMessage && !e.message.has_heartbeat()) {
@@ -54,14 +90,8 @@ Failure Monitor::Handle(const control::Event& e, Clock::time_point now) {
   if (m.has_result()) results_[e.rank] = m.result();
   if (m.has_error()) {
     const std::string phase = m.error().phase().empty() ? PhaseOf(e.rank) : m.error().phase();
-    // The code comes off the wire: anything but a known code is an internal error, so a bad
-    // value can never become exit code 0 or overflow.
-    const uint32_t code = m.error().code();
-    const ErrorCode known = code >= static_cast<uint32_t>(ErrorCode::kInvalidArgument) &&
-                                    code <= static_cast<uint32_t>(ErrorCode::kInternal)
-                                ? static_cast<ErrorCode>(code)
-                                : ErrorCode::kInternal;
-    return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()), known};
+    return {StrCat("rank ", e.rank, " in phase ", phase, ": ", m.error().message()),
+            KnownCode(m.error().code())};
   }
   return {};
 }

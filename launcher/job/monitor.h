@@ -44,7 +44,8 @@ class Monitor {
   Monitor(const MonitorLimits& limits, Clock::time_point start, Printer print = {});
 
   // Handles one event received at `now`; returns a failure when the job must stop (a rank
-  // reported an error, lost its connection before its result, or is unknown).
+  // reported an error, lost its connection before its result, or is not one of the job's). A
+  // hello whose world_size is not the scenario's is a bad config (kBadConfig), from any rank.
   Failure Handle(const control::Event& e, Clock::time_point now);
 
   // At `now`: a rank that made no progress (no phase started or finished) for longer than the
@@ -66,6 +67,10 @@ class Monitor {
   std::string Elapsed(Clock::time_point now) const;
 
  private:
+  Failure WorldMismatch(const control::Event& e) const;
+  Failure OutsideRank(const control::Event& e) const;
+  static ErrorCode KnownCode(uint32_t code);
+
   MonitorLimits limits_;
   Clock::time_point start_;
   Printer print_;

@@ -20,6 +20,7 @@
 #include "launcher/job/run_job.h"
 #include "launcher/job/run_report.h"
 #include "launcher/scenarios/scenario_config.h"
+#include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 #include "runtime/sim_mode.h"
@@ -34,6 +35,23 @@ constexpr auto kAbortGrace = std::chrono::seconds(3);
 
 // How long mpirun may take to exit once every rank has reported; then it is stopped.
 constexpr auto kExitDeadline = std::chrono::seconds(10);
+
+// How long a lost rank's failure waits for a classified one (an error report) to overtake it.
+constexpr auto kClassifyGrace = std::chrono::milliseconds(500);
+
+// A lost control connection is often the echo of another rank's classified failure (mpirun ends
+// every rank once one aborts), and the server may read the dead rank's end of stream before the
+// failed rank's report: an error report that arrives within kClassifyGrace decides the exit code.
+Failure PreferClassified(Failure failure, Monitor& monitor, const EventSource& next) {
+  const Clock::time_point until = Clock::now() + kClassifyGrace;
+  while (failure.code == ErrorCode::kCommError && Clock::now() < until) {
+    std::optional<control::Event> e = next(std::chrono::milliseconds(50));
+    if (!e) continue;
+    const Failure f = monitor.Handle(*e, Clock::now());
+    if (f.failed() && f.code != ErrorCode::kCommError) failure = f;
+  }
+  return failure;
+}
 
 // After a failure: the outputs this run would have written are not left from an earlier run.
 void RemoveStaleOutputs(const RunOptions& o) {
@@ -112,6 +130,7 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
     failure = monitor.CheckStalls(Clock::now());
   }
   if (failure.failed()) {
+    if (stop_signal == 0) failure = PreferClassified(failure, monitor, next);
     if (job) {
       // A rank that failed or died makes mpirun abort the job by itself; signalling an mpirun
       // that is already aborting can crash it, so it gets a moment first. A stall or a signal
@@ -145,6 +164,10 @@ int RunLauncher(const RunOptions& o) {
   // The outputs must be writable before any rank starts, not after the whole job.
   CheckWritable(o.report_json, "--report");
   if (!o.trace.empty()) CheckWritable(o.trace, "--trace");
+  // What mpirun is handed is checked here, with the rule, not left to fail inside mpirun.
+  if (!sc.spec.hostfile().empty()) {
+    CheckRegularFile(sc.spec.hostfile(), "scenario's hostfile (hostfile:, for mpirun --hostfile)");
+  }
   // Timing-only runs its ranks as threads, unless the job needs processes: another host, or a
   // fault that kills or hangs a rank (a thread can do neither alone).
   const proto::Fault::Kind fault = sc.spec.fault().kind();

@@ -32,6 +32,35 @@ std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
   return {address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
 }
 
+// Under a plain mpirun the supervisor thread of rank 0 decides the job's exit code from the
+// first classified failure and ends rank 0 with it, which makes mpirun end the rest. A failed rank
+// therefore reports and waits this long before aborting with its own code, so that mpirun never
+// sees a later symptom first (a control-plane send that fails because rank 0 is already gone).
+constexpr auto kSupervisorGrace = std::chrono::seconds(10);
+
+// Reports the error (when the control plane is still there) and ends the job.
+[[noreturn]] void FailRank(control::Client* client, const std::string& phase, const Error& e,
+                           int rank, bool plain_mpirun) {
+  if (client != nullptr) {
+    proto::RankMessage m;
+    m.mutable_error()->set_phase(phase);
+    // proto3 strings must be UTF-8 or the launcher cannot parse the message (and would report a
+    // dead rank instead of this error): bytes of a path or value that are not become '?'.
+    m.mutable_error()->set_message(ValidUtf8(StrCat(ErrorCodeName(e.code()), ": ", e.what())));
+    m.mutable_error()->set_code(static_cast<uint32_t>(e.code()));
+    try {
+      client->Send(m);
+    } catch (const Error&) {
+      // The launcher is gone: it has already decided how the job ends.
+    }
+  }
+  std::fprintf(stderr, "nkisim: rank %d: %s: %s\n", rank, ErrorCodeName(e.code()), e.what());
+  std::fflush(stderr);
+  if (plain_mpirun) std::this_thread::sleep_for(kSupervisorGrace);
+  MPI_Abort(MPI_COMM_WORLD, ExitCodeFor(e.code()));
+  std::_Exit(ExitCodeFor(e.code()));  // MPI_Abort does not return
+}
+
 }  // namespace
 
 int RunRank(const RunOptions& o) {
@@ -71,16 +100,18 @@ int RunRank(const RunOptions& o) {
     MPI_Bcast(buffer, sizeof buffer, MPI_CHAR, 0, MPI_COMM_WORLD);
     address = buffer;
   }
-  const auto [host, port] = SplitAddress(address);
-  control::Client client(host, port, rank);
+  const bool plain_mpirun = o.control.empty();
+  std::unique_ptr<control::Client> client;
   std::string phase;
   try {
+    const auto [host, port] = SplitAddress(address);
+    client = std::make_unique<control::Client>(host, port, rank);
     const ResolvedScenario sc = LoadScenario(o.config);
     proto::RankMessage hello;
     hello.mutable_hello()->set_world_size(static_cast<uint32_t>(world));
     hello.mutable_hello()->set_pid(static_cast<uint32_t>(::getpid()));
-    client.Send(hello);
-    client.StartHeartbeat(
+    client->Send(hello);
+    client->StartHeartbeat(
         std::chrono::milliseconds(static_cast<int64_t>(sc.spec.control().heartbeat_s() * 1000)),
         collectives::CollectiveInProgress);
     proto::RankResult result = RunRankPlans(
@@ -88,23 +119,15 @@ int RunRank(const RunOptions& o) {
         [](const collectives::ResolvedTopology& topology, LogicalCore& lnc) {
           return std::make_unique<collectives::RankContext>(MPI_COMM_WORLD, topology, lnc);
         },
-        [&client](const proto::RankMessage& m) { client.Send(m); }, &phase, !o.trace.empty());
+        [&client](const proto::RankMessage& m) { client->Send(m); }, &phase, !o.trace.empty());
     result.set_peak_rss_mib(PeakRssMib());
     proto::RankMessage done;
     *done.mutable_result() = std::move(result);
-    client.Send(done);
-    client.StopHeartbeat();
+    client->Send(done);
+    client->StopHeartbeat();
     if (supervisor.joinable()) supervisor.join();
   } catch (const Error& e) {
-    proto::RankMessage m;
-    m.mutable_error()->set_phase(phase);
-    // proto3 strings must be UTF-8 or the launcher cannot parse the message (and would report a
-    // dead rank instead of this error): bytes of a path or value that are not become '?'.
-    m.mutable_error()->set_message(ValidUtf8(StrCat(ErrorCodeName(e.code()), ": ", e.what())));
-    m.mutable_error()->set_code(static_cast<uint32_t>(e.code()));
-    client.Send(m);
-    std::fprintf(stderr, "nkisim: rank %d: %s: %s\n", rank, ErrorCodeName(e.code()), e.what());
-    MPI_Abort(MPI_COMM_WORLD, ExitCodeFor(e.code()));
+    FailRank(client.get(), phase, e, rank, plain_mpirun);
   }
   MPI_Finalize();
   return supervisor_code;

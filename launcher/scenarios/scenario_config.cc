@@ -8,6 +8,7 @@
 #include "launcher/scenarios/footprint.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
+#include "runtime/problem_list.h"
 
 namespace nkisim::launcher {
 namespace {
@@ -85,9 +86,13 @@ void FillDefaults(proto::Scenario& s) {
   }
 }
 
+// 8x the widest hidden size of a published dense model (16,384); keeps every product in range.
+constexpr uint32_t kMaxHidden = 131072;
+constexpr double kMaxTolerance = 1e6;
+
 // Control-plane and numeric fields: finite, in range, no value that would make a loop spin or a
 // timeout never fire.
-void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckFields(const proto::Scenario& s, ProblemList& problems) {
   const proto::ControlPlane& c = s.control();
   const struct {
     const char* field;
@@ -118,15 +123,15 @@ void CheckFields(const proto::Scenario& s, std::vector<std::string>& problems) {
       for (const std::string& p : phases) known += (known.empty() ? "" : ", ") + p;
       problems.push_back(StrCat("tolerances: '", phase, "' is not a phase (", known, ")"));
     }
-    if (!(t.atol() >= 0 && std::isfinite(t.atol()) && t.rtol() >= 0 && std::isfinite(t.rtol()))) {
+    if (!(t.atol() >= 0 && t.atol() <= kMaxTolerance && t.rtol() >= 0 && t.rtol() <= kMaxTolerance)) {
       problems.push_back(StrCat("tolerances['", phase, "']: atol ", t.atol(), " and rtol ",
-                                t.rtol(), " must be finite and >= 0"));
+                                t.rtol(), " must be in [0, 1e6] (a wider tolerance checks nothing)"));
     }
   }
 }
 
 // The decoder layer's MLP and norms, and the number of layers.
-void CheckLayer(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckLayer(const proto::Scenario& s, ProblemList& problems) {
   const proto::ModelShape& m = s.model();
   if (s.layers() > kMaxLayers) {
     problems.push_back(StrCat("layers: ", s.layers(), " must be in [1, ", kMaxLayers, "]"));
@@ -156,11 +161,12 @@ void CheckLayer(const proto::Scenario& s, std::vector<std::string>& problems) {
   }
 }
 
-void CheckModelAndWorkload(const proto::Scenario& s, std::vector<std::string>& problems) {
+void CheckModelAndWorkload(const proto::Scenario& s, ProblemList& problems) {
   const proto::ModelShape& m = s.model();
   CheckLayer(s, problems);
-  if (m.hidden() == 0 || m.hidden() % 128 != 0) {
-    problems.push_back(StrCat("model.hidden: ", m.hidden(), " must be a positive multiple of 128"));
+  if (m.hidden() == 0 || m.hidden() % 128 != 0 || m.hidden() > kMaxHidden) {
+    problems.push_back(StrCat("model.hidden: ", m.hidden(), " must be a positive multiple of 128, ",
+                              "at most ", kMaxHidden));
   }
   if (m.d_head() == 0 || m.d_head() > 128) {
     problems.push_back(StrCat("model.d_head: ", m.d_head(), " must be in [1, 128]"));
@@ -228,7 +234,7 @@ std::string FormatGroup(const collectives::Group& g) {
 
 // The groups `set_name` of `t` must be blocks of `size` consecutive ranks.
 void CheckDerivedGroups(const collectives::ResolvedTopology& t, const std::string& set_name,
-                        int size, const std::string& plan, std::vector<std::string>& problems) {
+                        int size, const std::string& plan, ProblemList& problems) {
   const auto set = std::find_if(t.group_sets.begin(), t.group_sets.end(),
                                 [&](const collectives::GroupSet& s) { return s.name == set_name; });
   if (set == t.group_sets.end()) return;
@@ -248,7 +254,7 @@ void CheckDerivedGroups(const collectives::ResolvedTopology& t, const std::strin
 // The plan's topology: the scenario's topology (placement, algorithms, extra sets) with the
 // plan's world, LNC and derived group sets.
 proto::Topology PlanTopology(const proto::Scenario& s, const proto::Plan& p,
-                             std::vector<std::string>& problems) {
+                             ProblemList& problems) {
   proto::Topology t = s.topology();
   const uint32_t world = p.tp() * p.replicas();
   const std::string where = StrCat("plan '", p.name(), "': ");
@@ -309,7 +315,7 @@ proto::Topology PlanTopology(const proto::Scenario& s, const proto::Plan& p,
   return t;
 }
 
-void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<std::string>& problems,
+void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& problems,
                  std::vector<ResolvedPlan>& plans) {
   const proto::ModelShape& m = r.spec.model();
   const std::string where = StrCat("plan '", p.name(), "': ");
@@ -429,7 +435,7 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, std::vector<st
   plans.push_back(std::move(plan));
 }
 
-void Check(ResolvedScenario& r, std::vector<std::string>& problems) {
+void Check(ResolvedScenario& r, ProblemList& problems) {
   const proto::Scenario& s = r.spec;
   CheckFields(s, problems);
   CheckModelAndWorkload(s, problems);
@@ -511,7 +517,7 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
   r.profile = r.spec.hardware_profile().empty() ? Trn2Profile()
                                                 : LoadHardwareProfile(r.spec.hardware_profile());
   r.workload = r.spec.workload() == "prefill" ? Workload::kPrefill : Workload::kDecode;
-  std::vector<std::string> problems;
+  ProblemList problems;
   // The layer's activations and weights: the float dtypes the kernels take.
   const std::string& dt = r.spec.dtype();
   if (dt == "bf16" || dt == "fp16" || dt == "fp32") {
@@ -522,11 +528,7 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
     r.dtype = DType::kBFloat16;  // so the other checks can go on
   }
   Check(r, problems);
-  if (!problems.empty()) {
-    std::string message = StrCat(source, ": ", problems.size(), " problem", problems.size() == 1 ? "" : "s", ":");
-    for (const std::string& p : problems) message += "\n  " + p;
-    Raise(ErrorCode::kBadConfig, message);
-  }
+  if (!problems.empty()) Raise(ErrorCode::kBadConfig, problems.Message(source));
   return r;
 }
 

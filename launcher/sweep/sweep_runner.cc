@@ -286,12 +286,7 @@ SweepRun RunSweep(const ResolvedSweep& sweep, const SweepRunOptions& options,
   }
   Runner runner{sweep, options, options.nkisim.empty() ? SelfExecutable() : options.nkisim,
                 options.out + ".points"};
-  std::error_code ec;
-  std::filesystem::create_directories(runner.dir, ec);
-  if (ec || !std::filesystem::is_directory(runner.dir)) {
-    Raise(ErrorCode::kBadConfig, StrCat("--out: cannot make the directory '", runner.dir, "' for the ",
-                                        "points' scenarios, reports and logs: ", ec.message()));
-  }
+  PrepareOutputDir(runner.dir, "--out: the directory of the points' scenarios, reports and logs");
   std::vector<const SweepJob*> to_run;
   int points_to_run = 0;
   for (const SweepJob& job : sweep.jobs) {

@@ -92,8 +92,8 @@ TEST(NccomTestLogTest, MalformedLinesAreRefusedWithFileAndLine) {
       {run + "1024 1024 uint8 10us 0.10 0.09\n", "bad.log:3: time(us) '10us'"},
       {run + "1024 1024 uint8 nan 0.10 0.09\n", "bad.log:3: time(us) 'nan' (column 4) is not a finite number"},
       {run + "1024 1024 uint8 inf 0.10 0.09\n", "is not a finite number"},
-      {run + "-1024 1024 uint8 10.0 0.10 0.09\n", "bad.log:3: size(B) -1024 must be > 0"},
-      {run + "0 0 uint8 10.0 0.10 0.09\n", "bad.log:3: size(B) 0 must be > 0"},
+      {run + "-1024 1024 uint8 10.0 0.10 0.09\n", "bad.log:3: size(B) -1024 must be in (0, 2^40]"},
+      {run + "0 0 uint8 10.0 0.10 0.09\n", "bad.log:3: size(B) 0 must be in (0, 2^40]"},
       {run + "1024 1024 uint8 0 0.10 0.09\n", "bad.log:3: time(us) 0 must be > 0"},
       {run + "1024 1024 uint8 -3 0.10 0.09\n", "bad.log:3: time(us) -3 must be > 0"},
       {run + "1024 1024 8 10.0 0.10 0.09\n", "bad.log:3: type '8' (column 3) is a number"},
@@ -110,6 +110,12 @@ TEST(NccomTestLogTest, MalformedLinesAreRefusedWithFileAndLine) {
       {"nccom-test -r 8 -N 3 allg\n", "bad.log:1: 8 ranks do not split evenly over 3 nodes"},
       {"nccom-test -r 8 allg allr\n", "bad.log:1: the command names two operations"},
       {"# ranks: 8 op: broadcast\n", "bad.log:1: operation 'broadcast' is not one of"},
+      // A row its algorithm cannot have produced: the same class (exit 14) as an unknown name.
+      {run + "1024 1024 uint8 10.0 0.10 0.09 Pairwise\n",
+       "bad.log:3: algorithm 'Pairwise' (column 7) does not implement all_gather"},
+      {run + "1024 1024 uint8 10.0 0.10 0.09 mesh_1step\n", "does not implement all_gather"},
+      {run + "1e13 1024 uint8 10.0 0.10 0.09\n", "bad.log:3: size(B) 1e13 must be in (0, 2^40]"},
+      {run + "1024 1024 uint8 1e13 0.10 0.09\n", "bad.log:3: time(us) 1e13 must be <= 1e12"},
   };
   for (const Case& c : cases) {
     const std::string message =
@@ -333,12 +339,25 @@ namespace {
 // The profile check keeps its own list of algorithm names (runtime cannot depend on collectives):
 // every row of the algorithm table must be accepted in a collective_tuning entry, and no other
 // name, so the two lists cannot drift apart.
+// The profile's table of what each tuned algorithm implements (runtime/hardware_profile.cc) is
+// the algorithm table's `serves`, op by op: a row is accepted exactly when it can apply.
 TEST(ProfileTuningAlgorithms, MatchTheAlgorithmTable) {
+  ASSERT_EQ(TuningAlgorithmNames(), AlgorithmNames());
   for (const AlgorithmRow& row : AlgorithmTable()) {
+    for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                            CollectiveOp::kAllReduce, CollectiveOp::kAllToAll}) {
+      const std::string text = StrCat("collective_tuning { op: \"", OpName(op), "\" algorithm: \"",
+                                      row.name, "\" fixed_ns: 1 }");
+      if (row.serves(op)) {
+        EXPECT_NO_THROW(ParseHardwareProfile(text, "p")) << text;
+      } else {
+        EXPECT_THAT(ErrorMessageOf(ErrorCode::kBadConfig, [&] { ParseHardwareProfile(text, "p"); }),
+                    HasSubstr("so the row could never apply"))
+            << text;
+      }
+    }
     EXPECT_NO_THROW(ParseHardwareProfile(
-        StrCat("collective_tuning { op: \"all_gather\" algorithm: \"", row.name, "\" fixed_ns: 1 }"),
-        "p"))
-        << row.name;
+        StrCat("collective_tuning { algorithm: \"", row.name, "\" fixed_ns: 1 }"), "p"));
   }
   try {
     ParseHardwareProfile("collective_tuning { algorithm: \"ringg\" fixed_ns: 1 }", "p");

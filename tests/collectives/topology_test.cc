@@ -6,7 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectives/algorithms.h"
 #include "runtime/error.h"
+#include "runtime/problem_list.h"
 #include "tests/testing/error_helpers.h"
 
 namespace nkisim::collectives {
@@ -88,6 +90,56 @@ TEST(TopologyTest, AllProblemsAreReportedAtOnce) {
       ParseTopology("world_size: 4 lnc: 3 replica_groups { contiguous { group_size: 3 } }", "t"),
       Trn2Profile());
   ASSERT_EQ(problems.size(), 3u);  // lnc, unnamed set, group size not dividing the world
+}
+
+// 2.6 million out-of-range ranks: the first ProblemList::kShown problems are listed and the rest
+// counted, so the message (and the memory behind it) is bounded by the cap, not by the file.
+TEST(TopologyTest, ProblemListIsCappedAndCountsTheRest) {
+  proto::Topology t = ParseTopology("world_size: 4 lnc: 2", "t");
+  auto* ranks = t.add_replica_groups();
+  ranks->set_name("x");
+  auto* group = ranks->mutable_explicit_()->add_groups();
+  for (uint32_t r = 0; r < 4; ++r) group->add_ranks(r);
+  constexpr int kBad = 2600000;
+  for (int i = 0; i < kBad; ++i) group->add_ranks(4 + static_cast<uint32_t>(i % 1000));
+  const std::vector<std::string> problems = CheckTopology(t, Trn2Profile());
+  ASSERT_EQ(problems.size(), ProblemList::kShown + 1);
+  EXPECT_THAT(problems.front(), HasSubstr("ranks[4]: 4 is outside [0, 4)"));
+  EXPECT_EQ(problems.back(), StrCat("... and ", kBad - ProblemList::kShown, " more (", kBad,
+                                    " problems in all; the first ", ProblemList::kShown,
+                                    " are listed)"));
+  const std::string message =
+      ErrorMessageOf(ErrorCode::kBadConfig, [&] { ResolveTopology(t, Trn2Profile(), "big"); });
+  EXPECT_THAT(message, HasSubstr(StrCat("big: ", kBad, " problems:")));
+  EXPECT_LT(message.size(), 8000u);
+}
+
+// The rule tying lnc to the profile is the same one calibrate and collective apply
+// (runtime/hardware_profile.h LncProblem): 3 physical cores do not split into ranks of 2.
+TEST(TopologyTest, LncMustDivideThePhysicalCoresOfAChip) {
+  HardwareProfile odd = Trn2Profile();
+  odd.set_physical_cores_per_chip(3);
+  const std::string message = ErrorMessageOf(ErrorCode::kBadConfig, [&] {
+    ResolveTopology(ParseTopology("world_size: 4 lnc: 2 replica_groups { name: 'a' contiguous { "
+                                  "group_size: 4 } }", "t"),
+                    odd, "t");
+  });
+  EXPECT_THAT(message, HasSubstr("lnc: 2: does not divide the profile's physical_cores_per_chip (3)"));
+  EXPECT_THAT(ErrorMessageOf(ErrorCode::kBadConfig, [&] { DefaultPlacement(8, 2, odd); }),
+              HasSubstr("lnc 2 does not divide the profile's physical_cores_per_chip (3)"));
+  EXPECT_NO_THROW(DefaultPlacement(8, 1, odd));
+}
+
+TEST(TopologyTest, BatchHasAnUpperBound) {
+  EXPECT_THAT(ErrorMessageOf(ErrorCode::kBadConfig, [] {
+                ResolveText("world_size: 1 lnc: 2 replica_groups { name: 'g' contiguous { "
+                            "group_size: 1 } } batch_shard { replica_group: 'g' batch: 4294967295 }");
+              }),
+              HasSubstr("batch_shard.batch: 4294967295 must be at most 1048576"));
+  EXPECT_EQ(ResolveText("world_size: 1 lnc: 2 replica_groups { name: 'g' contiguous { "
+                        "group_size: 1 } } batch_shard { replica_group: 'g' batch: 1048576 }")
+                .batch,
+            1048576);
 }
 
 // Every file in bad_configs/ must be refused with the message fragment its manifest line gives.

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -131,6 +132,108 @@ const std::string kLogHeader =
     "nccom-test -r 8 allg\n"
     "       size(B)    count(elems)    type    time(us)    algbw(GB/s)    busbw(GB/s)\n";
 const std::string kLogRow = "          1024            1024   uint8        ";
+
+using Add = std::function<void(const std::string&, const std::string&, const std::string&,
+                               std::vector<File>, int, const std::string&)>;
+
+// The classes of issue 34: JSON outside the protobuf mapping, values beyond their bounds, problem
+// lists without a cap, names that are not UTF-8, one exit code per class, paths handed to other
+// programs, and the usage of nested commands.
+void SecondRound(const Add& add) {
+  const std::string tp1 = "world_size: 1 lnc: 2 replica_groups { name: \"tp\" contiguous { group_size: 1 } } ";
+  auto json = [&](const std::string& name, const std::string& args, const std::string& file,
+                  const std::string& body, const std::string& message) {
+    add("strict json", name, args, {Text(file, body)}, 14, message);
+  };
+  json("json_groups_object", "validate $T/t.json", "t.json", "{\"world_size\": 8, \"lnc\": 2, \"replica_groups\": {\"name\": \"tp\"}}",
+       "t.json: JSON: replica_groups: expected a list (an array), got an object");
+  json("json_nested_arrays", "validate $T/t.json", "t.json",
+       "{\"world_size\": 8, \"lnc\": 2, \"replica_groups\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+       "JSON: replica_groups[0]: expected an object (message ReplicaGroupSet), got an array (lists do not nest)");
+  json("json_duplicate_key", "validate $T/t.json", "t.json", "{\"world_size\": 8, \"lnc\": 2, \"world_size\": 4}",
+       "JSON: world_size: given twice");
+  json("json_both_names", "validate $T/t.json", "t.json", "{\"world_size\": 8, \"worldSize\": 8}", "JSON: world_size: given twice");
+  json("json_scenario_type", "validate $T/s.json", "s.json", "{\"workload\": \"decode\", \"batch\": [8]}",
+       "as a scenario: $T/s.json: JSON: batch: expected a number (or a string holding one), got an array");
+  json("json_scenario_map_twice", "validate $T/s.json", "s.json",
+       "{\"tolerances\": {\"qkv\": {\"atol\": 1}, \"qkv\": {\"atol\": 2}}}", "JSON: tolerances[\"qkv\"]: map key given twice");
+  json("json_profile_type", "kernel qkv --trace '' --out-dir $T/out --profile $T/p.json", "p.json", "{\"pe_freq_ghz\": [1.4]}",
+       "p.json: JSON: pe_freq_ghz: expected a number");
+  json("json_profile_tuning_object", "kernel qkv --trace '' --out-dir $T/out --profile $T/p.json", "p.json",
+       "{\"collective_tuning\": {\"op\": \"all_reduce\"}}", "JSON: collective_tuning: expected a list (an array), got an object");
+  json("json_sweep_type", "sweep $T/w.json --out $T/sw --no-plots", "w.json", "{\"batch\": {\"b\": 4}}",
+       "w.json: JSON: batch: expected a list (an array), got an object");
+
+  // Bounds and the rules between fields, the same in every command.
+  const std::string huge_batch = tp1 + "batch_shard { replica_group: \"tp\" batch: 4294967295 }";
+  add("bounds", "topo_batch_huge", "validate $T/t.textproto", {Text("t.textproto", huge_batch)}, 14,
+      "batch_shard.batch: 4294967295 must be at most 1048576 (sequences in one batch)");
+  add("bounds", "batch_shard_topology_batch_huge", "collective batch_shard --topology $T/t.textproto",
+      {Text("t.textproto", huge_batch)}, 14, "batch_shard.batch: 4294967295 must be at most 1048576");
+  add("bounds", "batch_shard_topology_batch_memory", "collective batch_shard --topology $T/t.textproto --s 4096 --d 128",
+      {Text("t.textproto", tp1 + "batch_shard { replica_group: \"tp\" batch: 1048576 }")}, 13, "of host memory");
+  const std::string qkv = "kernel qkv --trace '' --out-dir $T/out --h 1024 --profile $T/p.textproto";
+  auto bound = [&](const std::string& name, const std::string& body, const std::string& message) {
+    add("bounds", "profile_" + name, qkv, {Text("p.textproto", body)}, 14, message);
+  };
+  bound("tuning_fixed_huge", "collective_tuning { op: \"all_reduce\" fixed_ns: 1e300 }", "collective_tuning[1].fixed_ns: 1e+300 must be in [0, 1e12]");
+  bound("tuning_link_tiny", "collective_tuning { op: \"all_reduce\" link_gbps: 1e-300 }", "collective_tuning[1].link_gbps: 1e-300 must be in [1e-6, 1e12]");
+  bound("tuning_ring_all_to_all", "collective_tuning { op: \"all_to_all\" algorithm: \"ring\" fixed_ns: 1 }",
+        "algorithm 'ring' does not implement all_to_all, so the row could never apply");
+  bound("figure_tiny", "neuronlink_gbps_per_chip: 1e-300", "field 'neuronlink_gbps_per_chip' is 1e-300; it must be in [1e-6, 1e12]");
+  bound("cores_huge", "physical_cores_per_chip: 4294967295", "field 'physical_cores_per_chip' is 4294967295; it must be in [1, 256]");
+  bound("hbm_huge", "hbm_bytes_per_chip: 18446744073709551615", "field 'hbm_bytes_per_chip' is 18446744073709551615");
+  const File odd = Text("p.textproto", "physical_cores_per_chip: 3");
+  const std::string lnc_rule = "lnc 2 does not divide the profile's physical_cores_per_chip (3)";
+  add("bounds", "odd_cores_collective", "collective all_gather --model-only --ranks 8 --lnc 2 --profile $T/p.textproto", {odd}, 14, lnc_rule);
+  add("bounds", "odd_cores_calibrate", "calibrate $C/calibration/nccom-test-published.log --out $T/o.textproto --lnc 2 --profile $T/p.textproto", {odd}, 14, lnc_rule);
+  add("bounds", "odd_cores_validate", "validate $C/topologies/tp64_tp8dp8.textproto --profile $T/p.textproto", {odd}, 14,
+      "lnc: 2: does not divide the profile's physical_cores_per_chip (3)");
+  add("bounds", "odd_cores_scenario", "validate $T/s.textproto", {odd, Text("s.textproto", kScenario + "hardware_profile: \"$T/p.textproto\"")}, 14,
+      "topology: lnc: 2: does not divide the profile's physical_cores_per_chip (3)");
+  add("bounds", "cal_pairwise_all_gather", "calibrate --out $T/cal.textproto $T/l.log", {Text("l.log", kLogHeader + kLogRow + "10.0 0.10 0.09 Pairwise\n")}, 14,
+      "l.log:3: algorithm 'Pairwise' (column 7) does not implement all_gather");
+
+  // A problem list is capped: 2.6 million out-of-range ranks in a 5 MB file.
+  std::string ranks = "0, 1, 2, 3";
+  for (int i = 0; i < 2600000; ++i) ranks += ", 9";
+  add("problem cap", "topo_millions_of_bad_ranks", "validate $T/t.textproto",
+      {Text("t.textproto", "world_size: 4 lnc: 2 replica_groups { name: \"x\" explicit { groups { ranks: [" + ranks + "] } } }")}, 14,
+      "... and 2599960 more (2600000 problems in all; the first 40 are listed)");
+
+  add("bounds", "scen_hidden_huge", "validate $T/s.textproto", {Text("s.textproto", kPlan + "model { hidden: 4294967168 n_q_heads: 8 n_kv_heads: 2 d_head: 64 intermediate: 1024 } " + kRows)}, 14,
+      "model.hidden: 4294967168 must be a positive multiple of 128, at most 131072");
+  add("bounds", "scen_tolerance_huge", "validate $T/s.textproto", {Text("s.textproto", kScenario + "tolerances { key: \"qkv\" value { rtol: 1e300 } }")}, 14,
+      "tolerances['qkv']: atol 0 and rtol 1e+300 must be in [0, 1e6]");
+  add("names", "topo_set_name_not_utf8", "validate $T/t.textproto",
+      {Text("t.textproto", "world_size: 8 lnc: 2 replica_groups { name: \"tp\xff\" contiguous { group_size: 8 } }")}, 14,
+      "replica_groups[0].name: 'tp?' is not valid UTF-8");
+
+  // Paths handed to another program, and output folders: checked first, with the rule.
+  add("paths", "run_hostfile_directory", "run $T/s.textproto --report $T/r.json --trace ''",
+      {Dir("hosts"), Text("s.textproto", kScenario + "hostfile: \"$T/hosts\"")}, 14,
+      "$T/hosts: the scenario's hostfile (hostfile:, for mpirun --hostfile) is a directory; it must be a regular file");
+  add("paths", "run_hostfile_missing", "run $T/s.textproto --report $T/r.json --trace ''",
+      {Text("s.textproto", kScenario + "hostfile: \"$T/nope\"")}, 14, "$T/nope: cannot open scenario's hostfile");
+  add("paths", "run_mpirun_missing", "run $T/s.textproto --report $T/r.json --trace '' --mpirun $T/no-mpirun",
+      {Text("s.textproto", kScenario)}, 14, "cannot start '$T/no-mpirun'");
+  add("paths", "oproj_out_dir_parents", "kernel oproj --trace '' --out-dir $T/nodir/x/y", {}, 11,
+      "--out-dir '$T/nodir/x/y': its parent $T/nodir/x is not an existing directory; only the last component");
+  add("paths", "oproj_out_dir_is_file", "kernel oproj --trace '' --out-dir $T/f", {Text("f", "x")}, 11,
+      "--out-dir '$T/f': exists and is not a directory");
+  add("paths", "oproj_trace_unwritable", "kernel oproj --out-dir $T/out --trace $T/nodir/t.json", {}, 11,
+      "kernel oproj: --trace '$T/nodir/t.json': cannot be written: directory $T/nodir does not exist");
+  add("paths", "sweep_out_parents", "sweep $C/sweeps/small_example.textproto --no-plots --out $T/nodir/x", {}, 11,
+      "--out '$T/nodir/x.csv': cannot be written");
+
+  // Nested command groups name the unknown word and list their commands.
+  add("usage", "kernel_unknown", "kernel softmax", {}, 2,
+      "'softmax' is not a command of 'nkisim kernel'; its commands are qkv, oproj, attention, mlp");
+  add("usage", "example_unknown", "example matmul", {}, 2,
+      "'matmul' is not a command of 'nkisim example'; its commands are softmax");
+  add("usage", "kernel_alone", "kernel", {}, 2, "'nkisim kernel' needs a command: qkv, oproj, attention, mlp");
+  add("usage", "kernel_unknown_flag_first", "kernel --bogus", {}, 2, "'nkisim kernel' needs a command before '--bogus': qkv, oproj");
+}
 
 std::vector<Case> Cases() {
   std::vector<Case> c;
@@ -345,8 +448,8 @@ std::vector<Case> Cases() {
   topo("field_twice_zero_first", "lnc: 2 world_size: 0 world_size: 8 " + kTp8, "Non-repeated field \"world_size\" is specified multiple times");
   topo("nested_field_twice_zero_first", kTopo + "replica_groups { name: \"tp\" contiguous { group_size: 0 group_size: 8 } }", "Non-repeated field \"group_size\" is specified multiple times");
   topo("oneof_twice", kTopo + "replica_groups { name: \"tp\" contiguous { group_size: 8 } strided { group_size: 8 } }", "another member of oneof");
-  add("topology", "topo_json_unknown_field", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, \"lnc\": 2, \"nope\": 1}")}, 14, "JSON: nope: Cannot find field");
-  add("topology", "topo_json_truncated", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, ")}, 14, "JSON: Unexpected end of string");
+  add("topology", "topo_json_unknown_field", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, \"lnc\": 2, \"nope\": 1}")}, 14, "JSON: unknown field \"nope\" (message Topology)");
+  add("topology", "topo_json_truncated", "validate $T/t.json", {Text("t.json", "{\"world_size\": 8, ")}, 14, "JSON: parse error at line 1, column 19: syntax error");
   add("topology", "topo_empty_file", "validate $T/t.textproto", {Text("t.textproto", "")}, 14, "plans: none given");
 
   // --- validate: scenario files.
@@ -382,7 +485,7 @@ std::vector<Case> Cases() {
   scen("plan_replicas_huge", "plans { name: \"tp8\" tp: 8 replicas: 99999999 } " + kModel + kRows, "replicas: 99999999: tp x replicas must be <= 16384 ranks");
   scen("plans_duplicate", kPlan + kPlan + kModel + kRows, "plans: name 'tp8' is used twice");
   scen("plans_missing", kModel + kRows, "plans: none given");
-  scen("tolerance_negative", kScenario + "tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be finite and >= 0");
+  scen("tolerance_negative", kScenario + "tolerances { key: \"qkv\" value { atol: -1 } }", "tolerances['qkv']: atol -1 and rtol 0 must be in [0, 1e6]");
   scen("tolerance_unknown_phase", kScenario + "tolerances { key: \"nope\" value { atol: 1 } }", "tolerances: 'nope' is not a phase");
   scen("prefill_seq_len_zero", "workload: \"prefill\" " + kPlan + kModel + "batch: 1 seq_len: 0", "seq_len: 0: prefill needs the prompt length S >= 1");
   scen("old_scenarios_list", kScenario + "scenarios: \"x\"", "scenarios: 'x': the scenario list is replaced by plans");
@@ -447,28 +550,28 @@ std::vector<Case> Cases() {
   };
   profile("field_twice", "pe_freq_ghz: 2.4 pe_freq_ghz: 1.2", "Non-repeated field \"pe_freq_ghz\" is specified multiple times");
   profile("field_twice_zero_first", "pe_freq_ghz: 0 pe_freq_ghz: 1.2", "Non-repeated field \"pe_freq_ghz\" is specified multiple times");
-  profile("freq_zero", "pe_freq_ghz: 0", "field 'pe_freq_ghz' is 0; it must be finite, > 0");
+  profile("freq_zero", "pe_freq_ghz: 0", "field 'pe_freq_ghz' is 0; it must be in [1e-6, 1e12]");
   profile("freq_negative", "pe_freq_ghz: -1", "field 'pe_freq_ghz' is -1");
   profile("freq_nan", "pe_freq_ghz: nan", "field 'pe_freq_ghz' is nan");
   profile("freq_huge", "vector_freq_ghz: 1e300", "field 'vector_freq_ghz' is 1e+300");
   profile("hbm_inf", "hbm_gbps_per_core: inf", "field 'hbm_gbps_per_core' is inf");
   profile("dma_queue_gbps_zero", "dma_queue_gbps: 0", "field 'dma_queue_gbps' is 0");
-  profile("mx_speedup_negative", "pe_mx_speedup: -1", "field 'pe_mx_speedup' is -1; it must be finite, >= 0");
+  profile("mx_speedup_negative", "pe_mx_speedup: -1", "field 'pe_mx_speedup' is -1; it must be in [0, 1e12]");
   profile("mx_speedup_nan", "pe_mx_speedup: nan", "field 'pe_mx_speedup' is nan");
-  profile("name_not_utf8", "name: \"tr\xff\xfe\"", "field 'name' 'tr");
-  profile("tuning_source_not_utf8", "collective_tuning { op: \"all_reduce\" fixed_ns: 1 source: \"\xc3\x28\" }", "collective_tuning[1].source");
+  profile("name_not_utf8", "name: \"tr\xff\xfe\"", "p.textproto: name: 'tr?\?' is not valid UTF-8");
+  profile("tuning_source_not_utf8", "collective_tuning { op: \"all_reduce\" fixed_ns: 1 source: \"\xc3\x28\" }", "p.textproto: collective_tuning[0].source: '?(' is not valid UTF-8");
   profile("torus_x_mismatch", "torus_x: 3", "torus_x x torus_y (3 x 4) must equal chips_per_instance (16)");
   profile("torus_y_mismatch", "torus_y: 5", "torus_x x torus_y (4 x 5) must equal chips_per_instance (16)");
   profile("chips_zero", "chips_per_instance: 0", "field 'chips_per_instance' is 0");
   profile("tuning_op_unknown", "collective_tuning { op: \"bogus\" fixed_ns: 1 }", "collective_tuning[1].op: 'bogus' is not one of");
   profile("tuning_algorithm_unknown", "collective_tuning { op: \"all_reduce\" algorithm: \"bogus\" fixed_ns: 1 }", "collective_tuning[1].algorithm: 'bogus' is not one of");
-  profile("tuning_fixed_negative", "collective_tuning { op: \"all_reduce\" fixed_ns: -1 }", "fixed_ns (-1) must be finite and >= 0");
-  profile("tuning_link_zero", "collective_tuning { op: \"all_reduce\" link_gbps: 0 }", "link_gbps (0) finite and > 0");
-  profile("tuning_latency_nan", "collective_tuning { op: \"all_reduce\" step_latency_ns: nan }", "step_latency_ns (nan)");
+  profile("tuning_fixed_negative", "collective_tuning { op: \"all_reduce\" fixed_ns: -1 }", "collective_tuning[1].fixed_ns: -1 must be in [0, 1e12]");
+  profile("tuning_link_zero", "collective_tuning { op: \"all_reduce\" link_gbps: 0 }", "collective_tuning[1].link_gbps: 0 must be in [1e-6, 1e12]");
+  profile("tuning_latency_nan", "collective_tuning { op: \"all_reduce\" step_latency_ns: nan }", "collective_tuning[1].step_latency_ns: nan must be in [0, 1e12]");
   profile("partitions_zero", "partitions: 0", "field 'partitions' is 0; it must be in [1, 128]");
   profile("partitions_not_pe_rows", "partitions: 64", "field 'partitions' is 64; it must be in [1, 128] and equal pe_rows (128)");
   profile("dma_queues_zero", "dma_queues: 0", "field 'dma_queues' is 0");
-  profile("dma_queues_over_16", "dma_queues: 64", "field 'dma_queues' is 64; the simulator models at most 16");
+  profile("dma_queues_over_16", "dma_queues: 64", "field 'dma_queues' is 64; it must be in [1, 16] (the simulator models at most 16)");
   profile("psum_banks_split", "psum_banks: 3", "psum_bytes_per_partition (16384) must split into psum_banks (3)");
   profile("mesh_above_rdh", "mesh_max_bytes_per_rank: 99999999", "mesh_max_bytes_per_rank (99999999) must not exceed rdh_max_bytes_per_rank");
   profile("integer_negative", "psum_banks: -3", "p.textproto:1:13: Expected integer, got: -");
@@ -483,6 +586,7 @@ std::vector<Case> Cases() {
   add("profile", "profile_in_validate", "validate $C/topologies/tp64_tp8dp8.textproto --profile $T/p.textproto", {Text("p.textproto", "hbm_gbps_per_core: -5")}, 14, "field 'hbm_gbps_per_core' is -5");
   add("profile", "profile_in_calibrate", "calibrate $C/calibration/nccom-test-published.log --out $T/o.textproto --profile $T/p.textproto",
       {Text("p.textproto", "torus_x: 2")}, 14, "torus_x x torus_y (2 x 4)");
+  SecondRound(add);
   return c;
 }
 

@@ -66,6 +66,32 @@ TEST(CommandTable, BuildsTheCommandLine) {
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
 }
 
+// A group names the word it does not know and its commands, at every level (issue 34: `nkisim
+// kernel softmax` said only "A subcommand is required").
+TEST(CommandTable, UnknownOrMissingCommandOfAGroupIsNamed) {
+  CommandLine cli;
+  auto problem = [&](std::vector<std::string> words) {
+    std::vector<char*> argv = {const_cast<char*>("nkisim")};
+    for (std::string& w : words) argv.push_back(w.data());
+    return CommandWordProblem(cli.app, static_cast<int>(argv.size()), argv.data());
+  };
+  EXPECT_EQ(problem({"kernel", "softmax"}),
+            "'softmax' is not a command of 'nkisim kernel'; its commands are qkv, oproj, attention, mlp");
+  EXPECT_EQ(problem({"example", "matmul"}),
+            "'matmul' is not a command of 'nkisim example'; its commands are softmax");
+  EXPECT_EQ(problem({"kernel"}), "'nkisim kernel' needs a command: qkv, oproj, attention, mlp");
+  EXPECT_EQ(problem({"kernel", "--bogus"}),
+            "'nkisim kernel' needs a command before '--bogus': qkv, oproj, attention, mlp");
+  EXPECT_THAT(problem({"frobnicate"}), ::testing::StartsWith("'frobnicate' is not a command; the commands are demo,"));
+  EXPECT_THAT(problem({}), ::testing::StartsWith("'nkisim' needs a command: demo, example,"));
+  // Known words, and what CLI11 answers itself, pass.
+  EXPECT_EQ(problem({"kernel", "qkv", "--b", "1"}), "");
+  EXPECT_EQ(problem({"example", "softmax"}), "");
+  EXPECT_EQ(problem({"validate", "x.textproto"}), "");
+  EXPECT_EQ(problem({"kernel", "--help"}), "");
+  EXPECT_EQ(problem({"--version"}), "");
+}
+
 // Each command keeps its common flags and their defaults.
 TEST(CommandTable, CommonFlagsAndDefaults) {
   CommandLine cli;

@@ -202,7 +202,36 @@ TEST_F(MonitorTest, DisconnectBeforeResultIsADeadRank) {
 TEST_F(MonitorTest, UnknownRankIsRefused) {
   const Failure f = monitor_.Handle(Hello(7), At(0.1));
   ASSERT_TRUE(f.failed());
-  EXPECT_EQ(f.message, "message from unknown rank 7");
+  EXPECT_EQ(f.code, ErrorCode::kCommError);
+  EXPECT_EQ(f.message, "a control message from rank 7, outside the scenario's world_size 4");
+}
+
+// mpirun -n 10 on a 4-rank scenario: the first hello of any rank, in the job or beyond it,
+// classifies the failure as the bad config it is (exit 14), never as a control-plane error.
+TEST_F(MonitorTest, HelloOfAnotherWorldSizeIsABadConfigFromAnyRank) {
+  for (int rank : {0, 3, 7, -1}) {
+    Monitor monitor(MonitorLimits{4, 30, 300}, kStart, [](const std::string&) {});
+    proto::RankMessage m;
+    m.mutable_hello()->set_world_size(10);
+    const Failure f = monitor.Handle(Message(rank, m), At(0.1));
+    ASSERT_TRUE(f.failed()) << rank;
+    EXPECT_EQ(f.code, ErrorCode::kBadConfig) << rank;
+    EXPECT_EQ(f.message,
+              "scenario world_size 4 does not match the 10 MPI ranks launched (mpirun -n 4 runs it)");
+  }
+}
+
+// An error report from a rank beyond the job keeps its code, and names no rank it does not know.
+TEST_F(MonitorTest, ErrorFromOutsideRankKeepsItsCode) {
+  proto::RankMessage m;
+  m.mutable_error()->set_message("bad config: x");
+  m.mutable_error()->set_code(static_cast<uint32_t>(ErrorCode::kBadConfig));
+  Failure f = monitor_.Handle(Message(9, m), At(0.1));
+  EXPECT_EQ(f.code, ErrorCode::kBadConfig);
+  EXPECT_THAT(f.message, HasSubstr("rank 9, outside the scenario's world_size 4: bad config: x"));
+  f = monitor_.Handle(Message(-1, m), At(0.1));
+  EXPECT_EQ(f.code, ErrorCode::kBadConfig);
+  EXPECT_THAT(f.message, HasSubstr("a control connection that named no rank: bad config: x"));
 }
 
 TEST_F(MonitorTest, ProgressLines) {

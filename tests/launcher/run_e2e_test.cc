@@ -325,6 +325,31 @@ TEST(RunE2eTest, UnwritableReportIsRefusedBeforeAnyRankStarts) {
   EXPECT_THAT(output, ::testing::Not(HasSubstr("PASS")));
 }
 
+// A plain `mpirun -n 4` (or -n 10) of an 8-rank scenario is a bad config, exit 14, every time:
+// the supervisor in rank 0 decides from the first hello it gets, whichever rank sends it, and a
+// failed rank waits for it instead of racing mpirun with its own code (a control-plane send that
+// failed because rank 0 is already gone used to end the job with 15 in 1-4 runs of 20).
+TEST(RunE2eTest, PlainMpirunWithTheWrongRankCountExits14EveryTime) {
+  const std::string config = TempPath("wrong_world.textproto");
+  std::ofstream(config) << SmallConfig();
+  const std::string root = ::geteuid() == 0 ? "--allow-run-as-root " : "";
+  int fourteens = 0;
+  for (int i = 0; i < 20; ++i) {
+    const int n = i % 2 == 0 ? 4 : 10;
+    const nkisim::testing::CommandResult r = nkisim::testing::RunCommand(
+        StrCatForTest("mpirun ", root, "--oversubscribe -n ", n, " ", NKISIM_BINARY, " run ", config,
+                      " --report ", TempPath("wrong_world.report.json"), " --trace ''"),
+        120);
+    EXPECT_EQ(r.exit_code, 14) << "run " << i << ", -n " << n << ":\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(StrCatForTest("scenario world_size 8 does not match the ", n,
+                                                  " MPI ranks launched")))
+        << r.output;
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("unknown rank"))) << r.output;
+    fourteens += r.exit_code == 14;
+  }
+  EXPECT_EQ(fourteens, 20);
+}
+
 // After any failure no process of the job is left: the ranks and mpirun are gone when the
 // launcher returns (checked in the process table by the job's config path).
 TEST(RunE2eTest, FailuresLeaveNoProcessOfTheJob) {

@@ -95,21 +95,38 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
     const char* text;
     const char* message;
   } cases[] = {
-      {"chips_per_instance: 0", "'chips_per_instance' is 0; it must be finite, > 0 and <= 1e12"},
+      {"chips_per_instance: 0", "'chips_per_instance' is 0; it must be in [1, 4096]"},
       {"torus_x: 0", "'torus_x' is 0"},
       {"pe_max_moving_free: 0", "'pe_max_moving_free' is 0"},
       {"neuronlink_gbps_per_chip: nan", "'neuronlink_gbps_per_chip' is nan"},
       {"collective_dma_gbps_per_rank: inf", "'collective_dma_gbps_per_rank' is inf"},
-      {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be finite, >= 0 and <= 1e12"},
+      {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be in [0, 1e12]"},
       {"torus_x: 2", "torus_x x torus_y (2 x 4) must equal chips_per_instance (16)"},
       {"mesh_max_bytes_per_rank: 1000000000", "mesh_max_bytes_per_rank (1000000000) must not exceed"},
       {"intrachip_gbps: 0", "'intrachip_gbps' is 0"},
       {"interinstance_latency_ns: nan", "'interinstance_latency_ns' is nan"},
       {"collective_tuning { op: 'allreduce' }", "collective_tuning[1].op: 'allreduce' is not one of"},
       {"collective_tuning { op: 'all_gather' link_gbps: 0 }", "collective_tuning[1]"},
-      {"name: 'trn2-\\351'", "field 'name' 'trn2-?' is not valid UTF-8"},
+      {"name: 'trn2-\\351'", "p.textproto: name: 'trn2-?' is not valid UTF-8"},
       {"collective_tuning { op: 'all_gather' source: '\\377x' }",
-       "'collective_tuning[1].source' '?x' is not valid UTF-8"},
+       "p.textproto: collective_tuning[0].source: '?x' is not valid UTF-8"},
+      // The tuning rows have the top-level figures' bounds, and a row must be able to apply.
+      {"collective_tuning { op: 'all_gather' fixed_ns: 1e300 }",
+       "collective_tuning[1].fixed_ns: 1e+300 must be in [0, 1e12]"},
+      {"collective_tuning { op: 'all_gather' step_latency_ns: 1e13 }",
+       "collective_tuning[1].step_latency_ns: 1e+13 must be in [0, 1e12]"},
+      {"collective_tuning { op: 'all_gather' link_gbps: 1e-300 }",
+       "collective_tuning[1].link_gbps: 1e-300 must be in [1e-6, 1e12]"},
+      {"collective_tuning { op: 'all_to_all' algorithm: 'ring' fixed_ns: 1 }",
+       "collective_tuning[1]: algorithm 'ring' does not implement all_to_all, so the row could "
+       "never apply (ring serves all_gather, reduce_scatter, all_reduce)"},
+      {"collective_tuning { op: 'all_gather' algorithm: 'pairwise' fixed_ns: 1 }",
+       "algorithm 'pairwise' does not implement all_gather"},
+      {"collective_tuning { op: 'reduce_scatter' algorithm: 'mesh_1step' fixed_ns: 1 }",
+       "algorithm 'mesh_1step' does not implement reduce_scatter"},
+      {"neuronlink_gbps_per_chip: 1e-300", "'neuronlink_gbps_per_chip' is 1e-300; it must be in [1e-6, 1e12]"},
+      {"physical_cores_per_chip: 4294967295", "'physical_cores_per_chip' is 4294967295; it must be in [1, 256]"},
+      {"torus_x: 65536 torus_y: 65536 chips_per_instance: 0", "'chips_per_instance' is 0"},
   };
   for (const auto& c : cases) {
     try {
@@ -158,7 +175,14 @@ TEST(HardwareProfileTest, EveryNumericFieldIsRangeChecked) {
                            f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64;
     std::vector<std::string> values = {"0"};
     if (is_signed) values.push_back("-1");
-    if (floating) values.insert(values.end(), {"nan", "inf", "1e300"});
+    if (floating) values.insert(values.end(), {"nan", "inf", "1e300", "1e13"});
+    // A positive figure has a floor too (1e-300 GB/s would make times of 300 digits).
+    if (floating && !zero_means_something.count(f->name())) values.push_back("1e-300");
+    // Every integer has a bound below its type's maximum, derived from what a chip could have.
+    if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT32) values.push_back("4294967295");
+    if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT64) {
+      values.push_back("18446744073709551615");
+    }
     for (const std::string& v : values) {
       if (v == "0" && zero_means_something.count(f->name())) {
         if (f->name() == "rdh_max_bytes_per_rank") continue;  // checked with its pair below
