@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -202,13 +203,45 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
 
 }  // namespace
 
-HfModel ParseHfConfig(const std::string& text, const std::string& source) {
+// The text as JSON, refusing what json::parse lets through: a key given twice in one object (the
+// last would win silently) and nesting deeper than any config.json has (kMaxDepth).
+json ParseStrict(const std::string& text, const std::string& source) {
+  constexpr int kMaxDepth = 32;
+  struct Object {
+    std::string path;
+    std::set<std::string> keys;
+  };
+  std::vector<Object> open;  // the objects being parsed, outermost first
+  std::string last_key;
+  std::string problem;
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (!problem.empty()) return false;
+    if (depth > kMaxDepth) {
+      problem = StrCat("nested deeper than ", kMaxDepth, " levels (no config.json field is)");
+    } else if (event == json::parse_event_t::object_start) {
+      open.push_back({open.empty() ? "" : open.back().path + last_key + ".", {}});
+    } else if (event == json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty()) {
+      last_key = parsed.get<std::string>();
+      if (!open.back().keys.insert(last_key).second) {
+        problem = StrCat(open.back().path, last_key, ": given twice (each key at most once)");
+      }
+    }
+    return true;
+  };
   json config;
   try {
-    config = json::parse(text);
+    config = json::parse(text, check);
   } catch (const json::parse_error& e) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ": not a JSON config.json: ", e.what()));
   }
+  if (!problem.empty()) Raise(ErrorCode::kBadConfig, StrCat(source, ": ", problem));
+  return config;
+}
+
+HfModel ParseHfConfig(const std::string& text, const std::string& source) {
+  const json config = ParseStrict(text, source);
   if (!config.is_object()) {
     Raise(ErrorCode::kBadConfig, StrCat(source, ": a config.json is a JSON object, not ", Shown(config)));
   }

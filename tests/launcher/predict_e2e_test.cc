@@ -230,6 +230,21 @@ TEST(PredictE2eTest, BadInputsAreRefusedWithFieldValueAndRule) {
        "architectures: \"GPT2LMHeadModel\": not supported"},
       {"notjson", [] { return WriteConfig("notjson.json", "{ hidden_size: 4096,"); }, kOk, "not a JSON config.json"},
       {"array", [] { return WriteConfig("array.json", "[1, 2]"); }, kOk, "a config.json is a JSON object"},
+      {"duplicate", [] {
+         std::string text = TinyConfig(2).dump();
+         text.insert(1, "\"hidden_size\": 2048, ");  // the dump's own hidden_size comes later
+         return WriteConfig("duplicate.json", text);
+       }, kOk, "hidden_size: given twice (each key at most once)"},
+      {"nested_duplicate", [] {
+         json c = TinyConfig(2);
+         c["rope_scaling"] = {{"factor", 8.0}};
+         std::string text = c.dump();
+         const size_t at = text.find("\"factor\"");
+         text.insert(at, "\"factor\": 4.0, ");
+         return WriteConfig("nested_duplicate.json", text);
+       }, kOk, "rope_scaling.factor: given twice"},
+      {"deep", [] { return WriteConfig("deep.json", std::string(100000, '[') + std::string(100000, ']')); }, kOk,
+       "nested deeper than 32 levels"},
       {"missing", [] { return Edited("missing", [](json& c) { c.erase("hidden_size"); }); }, kOk,
        "hidden_size: missing: required"},
       {"negative", [] { return Edited("negative", [](json& c) { c["num_hidden_layers"] = -2; }); }, kOk,
