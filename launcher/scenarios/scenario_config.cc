@@ -18,6 +18,7 @@ namespace {
 constexpr double kMaxBytesPerRank = 4.0 * (1 << 30);
 constexpr uint32_t kMaxSteps = 1024;
 constexpr uint32_t kMaxLayers = 1024;
+constexpr uint32_t kMaxRanks = 16384;  // a job's ranks (tp x replicas of a plan)
 
 proto::Scenario Parse(const std::string& text, const std::string& source) {
   proto::Scenario s;
@@ -342,8 +343,8 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& p
     problems.push_back(StrCat(where, "tp: ", p.tp(), " must divide model.intermediate (",
                               m.intermediate(), "): every rank holds I / tp of the MLP's columns"));
   }
-  if (p.replicas() > 16384 || static_cast<uint64_t>(p.tp()) * p.replicas() > 16384) {
-    problems.push_back(StrCat(where, "replicas: ", p.replicas(), ": tp x replicas must be <= 16384 ranks"));
+  if (p.replicas() > kMaxRanks || static_cast<uint64_t>(p.tp()) * p.replicas() > kMaxRanks) {
+    problems.push_back(StrCat(where, "replicas: ", p.replicas(), ": tp x replicas must be <= ", kMaxRanks, " ranks"));
   }
   if (p.tp() % g != 0) {
     problems.push_back(StrCat(where, "attention_dp: ", g, " must divide tp (", p.tp(),
@@ -390,15 +391,20 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& p
   const int needed = per_instance > 0 ? (world + per_instance - 1) / per_instance : 1;
   if (p.instances() == 0) {
     plan.instances = needed;
+  } else if (p.instances() > kMaxRanks) {
+    // Every instance holds at least one rank, and a job has at most kMaxRanks.
+    plan.instances = needed;
+    problems.push_back(StrCat(where, "instances: ", p.instances(), " must be in [0, ", kMaxRanks,
+                              "] (0: as many as the ranks need)"));
   } else {
     plan.instances = static_cast<int>(p.instances());
     if (p.instances() == 1 && world > per_instance) {
       problems.push_back(StrCat(where, "instances: 1 holds ", per_instance, " ranks at LNC ", p.lnc(),
                                 "; ", world, " ranks need ", needed));
-    } else if (p.instances() > 1 && world != plan.instances * per_instance) {
+    } else if (p.instances() > 1 && world != int64_t{plan.instances} * per_instance) {
       problems.push_back(StrCat(where, "instances: ", p.instances(), ": ", world, " ranks do not fill ",
                                 p.instances(), " instances of ", per_instance, " ranks at LNC ", p.lnc(),
-                                " (need ", plan.instances * per_instance, ")"));
+                                " (need ", int64_t{plan.instances} * per_instance, ")"));
     }
   }
 
