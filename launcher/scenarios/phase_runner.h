@@ -54,8 +54,8 @@ class PhaseRunner {
 // Bytes moved by DMA, the intra-LNC link and collectives on every core so far (kept records or
 // not).
 int64_t MovedBytes(const LogicalCore& lnc);
-// The collectives of records [first, end) of core 0 and their algorithms,
-// "all_reduce:mesh,all_gather:rdh".
-std::string AlgorithmsSince(const LogicalCore& lnc, const std::vector<size_t>& first_record);
+// The collectives of core 0's records from index `first_record` on (collectives record there)
+// and their algorithms, "all_reduce:mesh,all_gather:rdh".
+std::string AlgorithmsSince(const LogicalCore& lnc, size_t first_record);
 
 }  // namespace nkisim::launcher
