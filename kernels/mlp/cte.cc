@@ -1,5 +1,5 @@
 // MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
-// fp32 columns) per block, fewer where x_t would take more than a quarter of SBUF (BlockTiles); core s of L takes the tokens [s T / L, (s + 1) T / L).
+// fp32 columns) per block, fewer where x_t would take more than 64 KiB a partition (BlockTiles); core s of L takes the tokens [s T / L, (s + 1) T / L).
 //   front end (kernels/common/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
 //     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
 //     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
@@ -32,9 +32,9 @@ struct Block {
   int64_t r0 = 0, rows = 0;  // token rows [r0, r0 + rows)
 };
 
-// x_t holds the whole H of a block's tokens; its bytes per partition are kept within a quarter
-// of SBUF's partition (64 KiB of trn2's 224), leaving the rest to h^T, the front end's tiles and
-// the weight ring. Four tiles (512 tokens, one fp32 PSUM bank) up to H 8192 in bf16; fewer above
+// x_t holds the whole H of a block's tokens; its bytes per partition are kept within 64 KiB
+// (29% of trn2's 224 KiB partition: what H 8192 in bf16 takes at 512 tokens), leaving the rest to
+// h^T, the front end's tiles and the weight ring. Four tiles (512 tokens, one fp32 PSUM bank) up to H 8192 in bf16; fewer above
 // (H 16384: two tiles, 256 tokens a block, so every weight streams twice as often).
 constexpr int64_t kXtBytesPerPartition = 64 * 1024;
 
