@@ -29,6 +29,12 @@ struct FrontEndConfig {
   int64_t partitions = 128;     // profile partitions: the PE contraction tile and the P_MAX limit
   int64_t bank_cols = 512;      // profile pe_max_moving_free: one PSUM bank of fp32
   bool mx_interleaved = false;  // MX: the input's columns are read in MX_INTERLEAVED order
+  // TKG, for a kernel whose front end is on its critical path (the MLP: its fp8 weights stream in
+  // not much more time than the front end takes): the input and residual loads are cut over half
+  // the DMA queues, and RMSNorm multiplies by gamma (GpSimd) while the statistics are computed,
+  // then by 1 / rms per H shard, the shard the other core needs first (tkg_prologue.cc). Off for
+  // QKV, whose measured numbers are of the plain order.
+  bool short_tkg_front_end = false;
 
   bool mx() const { return quant == QuantizationType::kMx; }
   // MX: the contraction chunk of one nc_matmul_mx (4 values on each partition) and the number of

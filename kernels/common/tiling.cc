@@ -45,6 +45,27 @@ void DmaInPieces(const Tile& dst, const TensorView& src, int dim) {
   }
 }
 
+void DmaOverQueues(const Tile& dst, const TensorView& src, int dim, int64_t pieces) {
+  if (dst.shape() != src.shape() || dim < 1 || dim >= src.rank()) {
+    Raise(ErrorCode::kInternal, StrCat("DmaOverQueues: dst ", dst.Describe(), " and src ",
+                                       ShapeString(src.shape()), " cut along dim ", dim));
+  }
+  const int64_t extent = src.dim(dim), n = std::clamp<int64_t>(pieces, 1, extent);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lo = extent * i / n, hi = extent * (i + 1) / n;
+    nisa::dma_copy(dst.slice(dim, lo, hi), src.slice(dim, lo, hi));
+  }
+}
+
+void StoreAcrossQueues(const TensorView& dst, const Tile& src) {
+  const int64_t queues = src.core()->profile().dma_queues() / 2;
+  const int64_t pieces = std::clamp<int64_t>(queues, 1, src.partitions());
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t r0 = src.partitions() * i / pieces, r1 = src.partitions() * (i + 1) / pieces;
+    nisa::dma_copy(dst.slice(0, r0, r1), src.slice(0, r0, r1));
+  }
+}
+
 void StoreInPieces(const TensorView& dst, const Tile& src) {
   const HardwareProfile& prof = src.core()->profile();
   const int64_t row_bytes = src.free_size() * static_cast<int64_t>(SizeOf(dst.dtype()));
@@ -61,11 +82,16 @@ int64_t SbufFreeBytes(const NeuronCore& core) {
 }
 
 Tile LoadRowBroadcast(NeuronCore& core, const std::string& name, const TensorView& rows,
-                      int64_t partitions, DType dtype) {
+                      int64_t partitions, DType dtype, int64_t pieces) {
   const TensorView row = rows.select(0, 0);
-  AccessPattern pattern{row.offset(), {{0, partitions}, {row.strides()[0], row.dim(0)}}};
-  Tile t = core.AllocateSbuf(name, {partitions, row.dim(0)}, dtype);
-  nisa::dma_copy(t, rows.ap(pattern));
+  const int64_t f = row.dim(0), n = std::clamp<int64_t>(pieces, 1, f);
+  Tile t = core.AllocateSbuf(name, {partitions, f}, dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lo = f * i / n, hi = f * (i + 1) / n;
+    AccessPattern pattern{row.offset() + lo * row.strides()[0],
+                          {{0, partitions}, {row.strides()[0], hi - lo}}};
+    nisa::dma_copy(t.slice(1, lo, hi), rows.ap(pattern));
+  }
   return t;
 }
 
@@ -101,12 +127,20 @@ void WeightStream::SplitFirst(int64_t k, int64_t pieces) {
   split_pieces_ = std::max<int64_t>(1, pieces);
 }
 
+void WeightStream::SplitLast(int64_t k, int64_t pieces) {
+  split_last_chunks_ = k;
+  split_last_pieces_ = std::max<int64_t>(1, pieces);
+}
+
 void WeightStream::Issue(int64_t k) {
   const size_t slot = static_cast<size_t>(k % slots());
   TensorView view = source_(k);
   const Tile dst = SlotView(slot, view);
   const int last = view.rank() - 1;
-  const int64_t pieces = k < split_chunks_ ? std::min(split_pieces_, view.dim(last)) : 1;
+  const int64_t wanted = k < split_chunks_                ? split_pieces_
+                         : k >= chunks_ - split_last_chunks_ ? split_last_pieces_
+                                                              : 1;
+  const int64_t pieces = std::min(wanted, view.dim(last));
   for (int64_t i = 0; i < pieces; ++i) {
     const int64_t lo = view.dim(last) * i / pieces, hi = view.dim(last) * (i + 1) / pieces;
     nisa::dma_copy(dst.slice(last, lo, hi), view.slice(last, lo, hi));

@@ -39,18 +39,31 @@ int64_t QueueSpreadPieces(const HardwareProfile& profile, int64_t bytes);
 // src.shape(), dim >= 1.
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim);
 
+// Copies src into dst as `pieces` DMAs (at most src.dim(dim)) cut along `dim` (>= 1), each on the
+// queue that frees first: a load on a kernel's critical path then lands about dma_fixed_ns +
+// bytes / (pieces x dma_queue_gbps) after it is issued instead of one queue's bytes /
+// dma_queue_gbps. REQUIRES: dst.shape() == src.shape().
+void DmaOverQueues(const Tile& dst, const TensorView& src, int dim, int64_t pieces);
+
 // Stores src into dst (same shape once size-1 dims drop) in DMAs of whole partitions, each moving
 // about dma_fixed_ns worth of queue bandwidth, spread over the queues: the last store of a kernel
 // is its tail, and a store split k ways finishes about k times sooner.
 void StoreInPieces(const TensorView& dst, const Tile& src);
 
+// The same for a kernel's last stores, which nothing after them hides: DMAs of whole partitions
+// over half the DMA queues (the other half stay for a store beside it; at most one DMA per
+// partition), so a store ends about dma_fixed_ns + bytes / (queues / 2 x dma_queue_gbps) after
+// src is ready (trn2, 32 KiB: 0.75 us) where StoreInPieces' pieces take 2 x dma_fixed_ns.
+void StoreAcrossQueues(const TensorView& dst, const Tile& src);
+
 // Bytes per partition still free in the core's SBUF (its largest free range).
 int64_t SbufFreeBytes(const NeuronCore& core);
 
 // A [partitions, F] tile of `dtype` holding row 0 of the HBM view `rows` ([R, F]) on every
-// partition: one DMA whose partition stride is 0 (each partition reads the row again).
+// partition: DMAs whose partition stride is 0 (each partition reads the row again), one, or
+// `pieces` cut along F (a large broadcast then lands over several queues at once).
 Tile LoadRowBroadcast(NeuronCore& core, const std::string& name, const TensorView& rows,
-                      int64_t partitions, DType dtype);
+                      int64_t partitions, DType dtype, int64_t pieces = 1);
 
 // dst = 1 / sqrt(data * scale + eps) on the activation engine: the norms' reciprocal standard
 // deviation. eps is a [P, 1] column of dst's partitions.
@@ -73,6 +86,10 @@ class WeightStream {
   // land over several queues at once instead of each holding one queue for its whole transfer.
   // Call before any chunk is issued.
   void SplitFirst(int64_t k, int64_t pieces);
+  // The same for the last k chunks: they land sooner after they are issued, so less of the
+  // stream arrives at once at its end, where nothing after it hides the consumer's backlog.
+  // Chunks in both ranges take SplitFirst's pieces.
+  void SplitLast(int64_t k, int64_t pieces);
   // The slot holding chunk k, viewed with chunk k's shape. REQUIRES: chunk k is resident (its
   // DMA issued, the chunk not released); otherwise throws Error(kInternal).
   Tile Get(int64_t k) const;
@@ -98,6 +115,7 @@ class WeightStream {
   int64_t issued_ = 0;
   int64_t released_ = 0;
   int64_t split_chunks_ = 0, split_pieces_ = 1;
+  int64_t split_last_chunks_ = 0, split_last_pieces_ = 1;
 };
 
 }  // namespace nkisim::kernels

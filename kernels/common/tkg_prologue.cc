@@ -48,11 +48,18 @@ struct Slab {
 Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Slab& slab, int s,
                 bool split, const TensorView& fused_hidden) {
   const TensorView view = slab.Of(p.input, cfg);
+  auto load = [&](const Tile& dst, const TensorView& src) {
+    if (cfg.short_tkg_front_end) {
+      DmaOverQueues(dst, src, 1, core.profile().dma_queues() / 2);
+    } else {
+      DmaInPieces(dst, src, 1);
+    }
+  };
   Tile x = core.AllocateSbuf("hidden", view.shape(), cfg.io_dtype);
-  DmaInPieces(x, view, 1);
+  load(x, view);
   if (!p.residual_add()) return x;
   Tile r = core.AllocateSbuf("residual", view.shape(), cfg.io_dtype);
-  DmaInPieces(r, slab.Of(p.residual, cfg), 1);
+  load(r, slab.Of(p.residual, cfg));
   if (p.residual2.valid()) {
     Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
     nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
@@ -74,39 +81,52 @@ Tile PerToken(const Tile& column, int64_t f) {
   return column.reshape({column.free_size(), 1}).broadcast(2, f);
 }
 
+// Sums over H of [P, T, F] tiles: a free-axis reduce per partition, then a matmul with an all-ones
+// [P, P] stationary that sums across the partitions and broadcasts the total to every partition.
+class SumOverH {
+ public:
+  SumOverH(NeuronCore& core, const FrontEndConfig& cfg, int64_t np, int64_t nt)
+      : ones_(core.AllocateSbuf("ones", {np, np}, DType::kFloat32)),
+        eps_(core.AllocateSbuf("eps", {np, 1}, DType::kFloat32)),
+        partial_(core.AllocateSbuf("partition_sums", {np, nt}, DType::kFloat32)),
+        total_(core.AllocatePsum("h_sums", {np, nt})) {
+    nisa::memset(ones_, 1.0f, Engine::kGpSimd);
+    nisa::memset(eps_, static_cast<float>(cfg.eps), Engine::kGpSimd);
+  }
+  // The [P, T] PSUM totals of src (valid until the next call).
+  const Tile& operator()(const Tile& src) {
+    nisa::tensor_reduce(partial_, AluOp::kAdd, src, {2});
+    nisa::nc_matmul(total_, ones_, partial_);
+    return total_;
+  }
+  const Tile& eps() const { return eps_; }
+
+ private:
+  Tile ones_, eps_, partial_, total_;
+};
+
 // RMS / LayerNorm of x [P, T, L, H1s] over all of H; returns [P, T, L, H1s] in the
-// compute dtype. Sums over H are a free-axis reduce per partition, then a matmul with an
-// all-ones [P, P] stationary that sums across the partitions and broadcasts the total.
+// compute dtype.
 Tile Normalize(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Tile& x) {
   // x's partitions: all of them, or for MX with a small H shard the ones it fills.
   const int64_t np = x.partitions(), nt = x.free_shape()[0], f = cfg.h / np;
   const Tile xf = x.reshape({nt, f});
-  Tile ones = core.AllocateSbuf("ones", {np, np}, DType::kFloat32);
-  nisa::memset(ones, 1.0f, Engine::kGpSimd);
-  Tile eps = core.AllocateSbuf("eps", {np, 1}, DType::kFloat32);
-  nisa::memset(eps, static_cast<float>(cfg.eps), Engine::kGpSimd);
-  Tile partial = core.AllocateSbuf("partition_sums", {np, nt}, DType::kFloat32);
-  Tile total = core.AllocatePsum("h_sums", {np, nt});
-  auto sum_over_h = [&](const Tile& src) {
-    nisa::tensor_reduce(partial, AluOp::kAdd, src, {2});
-    nisa::nc_matmul(total, ones, partial);
-  };
+  SumOverH sum_over_h(core, cfg, np, nt);
   Tile centered = xf;
   const bool layer_norm = cfg.norm == NormType::kLayerNorm;
   if (layer_norm) {
-    sum_over_h(xf);
     Tile mean = core.AllocateSbuf("mean", {np, nt}, DType::kFloat32);
-    nisa::tensor_scalar(mean, total, {.op0 = AluOp::kMultiply, .operand0 = 1.0f / cfg.h});
+    nisa::tensor_scalar(mean, sum_over_h(xf),
+                        {.op0 = AluOp::kMultiply, .operand0 = 1.0f / cfg.h});
     centered = core.AllocateSbuf("centered", {np, nt, f}, DType::kFloat32);
     nisa::tensor_tensor(centered, xf, PerToken(mean, f), AluOp::kSubtract);
   }
   Tile tmp = core.AllocateSbuf("norm_tmp", {np, nt, f}, DType::kFloat32);
   nisa::tensor_tensor(tmp, centered, centered, AluOp::kMultiply);
-  sum_over_h(tmp);
   // LayerNorm ignores hidden_actual (reference and golden alike); RMS divides by it.
   const double divisor = layer_norm ? static_cast<double>(cfg.h) : cfg.hidden_actual;
   Tile rstd = core.AllocateSbuf("rstd", {np, nt}, DType::kFloat32);
-  ReciprocalStd(rstd, total, static_cast<float>(1.0 / divisor), eps);
+  ReciprocalStd(rstd, sum_over_h(tmp), static_cast<float>(1.0 / divisor), sum_over_h.eps());
   nisa::tensor_tensor(tmp, centered, PerToken(rstd, f), AluOp::kMultiply);
 
   const TensorView gamma_view = PartitionMajorRow(p.gamma, cfg);
@@ -127,6 +147,43 @@ Tile Normalize(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs
   return normed;
 }
 
+// FrontEndConfig::short_tkg_front_end with RMSNorm (x [P, T, L, H1s], every H chunk of the slab's
+// tokens): x * gamma runs on GpSimd beside the statistics (Vector, PE, Scalar), so one multiply
+// by 1 / rms per H shard follows them. Split tokens: the other core's shard first, sent as soon as
+// it is ready, then this core's own straight into the result (no copy); not split: this core's
+// shard only. The same values as Normalize's but for the order of two fp32 multiplies.
+Tile ShortRmsNorm(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in,
+                  const Tile& x, int s, bool split, const Slab& slab) {
+  const int64_t np = x.partitions(), nt = x.free_shape()[0], f = cfg.h / np;
+  const int64_t h1s = cfg.shard_subtiles();
+  SumOverH sum_over_h(core, cfg, np, nt);
+  const TensorView gamma_view = PartitionMajorRow(in.gamma, cfg);
+  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), in.gamma.dtype());
+  nisa::dma_copy(gamma, gamma_view);
+  Tile x_gamma = core.AllocateSbuf("x_gamma", {np, nt, cfg.lnc, h1s}, DType::kFloat32);
+  nisa::tensor_tensor(x_gamma.reshape({nt, f}), x.reshape({nt, f}),
+                      gamma.reshape({1, f}).broadcast(1, nt), AluOp::kMultiply, Engine::kGpSimd);
+  Tile squares = core.AllocateSbuf("norm_tmp", {np, nt, f}, DType::kFloat32);
+  nisa::tensor_tensor(squares, x.reshape({nt, f}), x.reshape({nt, f}), AluOp::kMultiply);
+  Tile rstd = core.AllocateSbuf("rstd", {np, nt}, DType::kFloat32);
+  ReciprocalStd(rstd, sum_over_h(squares), static_cast<float>(1.0 / cfg.hidden_actual),
+                sum_over_h.eps());
+  auto scale = [&](const Tile& dst, int c) {
+    nisa::tensor_tensor(dst, x_gamma.select(2, c), PerToken(rstd, h1s), AluOp::kMultiply);
+  };
+  Tile x_in = core.AllocateSbuf("x_in", ShardShape(cfg), cfg.compute_dtype);
+  if (!split) {
+    scale(x_in, s);
+    return x_in;
+  }
+  Tile peer_shard = core.AllocateSbuf("normed_peer_shard", {np, nt, h1s}, cfg.compute_dtype);
+  scale(peer_shard, 1 - s);
+  const int64_t half = cfg.tokens / 2, p0 = s == 0 ? half : 0, p1 = s == 0 ? cfg.tokens : half;
+  nisa::sendrecv(peer_shard, x_in.slice(1, p0, p1));
+  scale(x_in.slice(1, slab.t0, slab.t1), s);  // after the sendrecv: it does not wait for this write
+  return x_in;
+}
+
 }  // namespace
 
 Tile TkgPrologue(const KernelContext& ctx, const FrontEndConfig& cfg, const FrontEndInputs& in,
@@ -138,6 +195,9 @@ Tile TkgPrologue(const KernelContext& ctx, const FrontEndConfig& cfg, const Fron
                   norm ? cfg.lnc : s + 1};
   NeuronCore& core = ctx.core;
   const Tile x = LoadHidden(core, cfg, in, slab, s, split, fused_hidden);
+  if (cfg.short_tkg_front_end && cfg.norm == NormType::kRmsNorm && !cfg.mx()) {
+    return ShortRmsNorm(core, cfg, in, x, s, split, slab);
+  }
   if (norm && !split) return Normalize(core, cfg, in, x).select(2, s);
   if (!norm && cfg.io_dtype == cfg.compute_dtype) return x.select(2, 0);
   Tile x_in = core.AllocateSbuf("x_in", ShardShape(cfg), cfg.compute_dtype);

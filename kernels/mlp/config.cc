@@ -61,6 +61,7 @@ FrontEndConfig FrontEnd(const MlpConfig& m) {
   c.weight_dtype = m.compute_dtype;
   c.partitions = m.partitions;
   c.bank_cols = m.bank_cols;
+  c.short_tkg_front_end = true;  // see front_end.h; CTE's front end does not read it
   return c;
 }
 

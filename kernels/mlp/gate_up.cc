@@ -53,9 +53,10 @@ Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in
   Tile inv = LoadRowBroadcast(core, "inverse_in_scale", in_scale, np, DType::kFloat32);
   nisa::reciprocal(inv, inv);
   Tile q = core.AllocateSbuf("x_fp8", {np, subtiles, t}, dtype);
+  constexpr Engine kEngines[] = {Engine::kGpSimd, Engine::kVector, Engine::kScalar};
   for (int64_t j = 0; j < subtiles; ++j) {
     nisa::tensor_scalar(q.select(1, j), x.select(2, j), {.op0 = AluOp::kMultiply, .operand0 = inv},
-                        Engine::kGpSimd);
+                        kEngines[j % 3]);
   }
   return q;
 }
@@ -114,19 +115,24 @@ void GateUp::Apply(const Tile& dst, const Tile& gate, const Tile& up, int64_t c)
                              AluOp::kMultiply, act);
 }
 
-DownTerms::DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows) {
+DownTerms::DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows,
+                     int64_t h0, int64_t h1, int64_t pieces)
+    : h0_(h0) {
+  if (h1 < 0) h1 = cfg.h;
   if (p.down_bias.valid()) {
-    bias_ = LoadRowBroadcast(core, "down_bias", p.down_bias, rows, DType::kFloat32);
+    bias_ = LoadRowBroadcast(core, "down_bias", p.down_bias.slice(1, h0, h1), rows,
+                             DType::kFloat32, pieces);
   }
   if (cfg.is_row()) {
-    scale_row_ = LoadRowBroadcast(core, "down_w_scale", p.down_w_scale, rows, DType::kFloat32);
+    scale_row_ = LoadRowBroadcast(core, "down_w_scale", p.down_w_scale.slice(1, h0, h1), rows,
+                                  DType::kFloat32, pieces);
   }
   if (cfg.is_static()) scale_column_ = StaticDequant(core, p.down_w_scale, p.down_in_scale, rows);
 }
 
 EvictionTerms DownTerms::Cut(int64_t rows, int64_t c0, int64_t width) const {
   auto cols = [&](const Tile& t) {
-    return t.valid() ? t.slice(0, 0, rows).slice(1, c0, c0 + width) : Tile();
+    return t.valid() ? t.slice(0, 0, rows).slice(1, c0 - h0_, c0 - h0_ + width) : Tile();
   };
   EvictionTerms e;
   e.scale_row = cols(scale_row_);

@@ -32,7 +32,8 @@ Tile StaticDequant(NeuronCore& core, const TensorView& w_scale, const TensorView
 
 // x [P, T, J] as a new fp8 tile [P, J, T] (the double-row matmul's moving layout, subtiles
 // before tokens): x / s_in (the conversion saturates to the fp8 range), s_in read from row 0 of
-// in_scale [1 | P, 1]; one instruction per subtile j, on GpSimd (SBUF only).
+// in_scale [1 | P, 1]; one instruction per subtile j, taken in turn by GpSimd, Vector and Scalar
+// (x_hat is in SBUF): the front end's last step, before the first matmul.
 Tile QuantizeInputSubtiles(NeuronCore& core, const Tile& x, const TensorView& in_scale,
                            DType dtype);
 
@@ -57,15 +58,21 @@ class GateUp {
   int turn_ = 0;
 };
 
-// The down eviction's terms for output columns [c0, c0 + width) on `rows` partitions.
+// The down eviction's terms for output columns [c0, c0 + width) on `rows` partitions, of the
+// columns [h0, h1) the core evicts (default: all of H; TKG at LNC 2: its shard, so each core
+// reads only its half of the bias and ROW scale rows, each broadcast onto `rows` partitions). The
+// broadcast rows load as `pieces` DMAs each (see LoadRowBroadcast).
 class DownTerms {
  public:
-  DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows);
+  DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows,
+            int64_t h0 = 0, int64_t h1 = -1, int64_t pieces = 1);
+  // REQUIRES: [c0, c0 + width) within [h0, h1).
   EvictionTerms Cut(int64_t rows, int64_t c0, int64_t width) const;
 
  private:
-  Tile bias_;          // [rows, H] bias row broadcast, or invalid
-  Tile scale_row_;     // ROW: [rows, H]
+  int64_t h0_;
+  Tile bias_;          // [rows, h1 - h0] bias row broadcast, or invalid
+  Tile scale_row_;     // ROW: [rows, h1 - h0]
   Tile scale_column_;  // STATIC: [rows, 1] s_w * s_in
 };
 

@@ -19,19 +19,22 @@ void AppendGateUpChunks(const TensorView& w, int64_t c0, int64_t c1, const MlpCo
 }
 
 void AppendDownChunks(const TensorView& down_w, int64_t h0, int64_t h1, const MlpConfig& cfg,
-                      const HardwareProfile& profile, std::vector<TensorView>* chunks) {
-  const int64_t np = cfg.partitions, full = cfg.i / np, width = h1 - h0;
+                      const HardwareProfile& profile, std::vector<TensorView>* chunks, int64_t c0,
+                      int64_t c1) {
+  const int64_t np = cfg.partitions, width = h1 - h0;
+  if (c1 < 0) c1 = cfg.i_chunks();
+  const int64_t full = std::min(c1, cfg.i / np);  // full 128-row chunks end here
   const int64_t bytes = np * width * static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   int64_t cc = std::max<int64_t>(1, DmaTargetBytes(profile) / bytes);
   if (cfg.is_static()) cc = std::max<int64_t>(2, cc / 2 * 2);  // double-row pairs
-  for (int64_t c = 0; c < full; c += cc) {
+  for (int64_t c = c0; c < full; c += cc) {
     const int64_t e = std::min(full, c + cc);
     chunks->push_back(down_w.slice(0, c * np, e * np)
                           .reshape({e - c, np, cfg.h})
                           .permute({1, 0, 2})
                           .slice(2, h0, h1));
   }
-  if (cfg.i % np != 0) {  // the short last chunk of I
+  if (cfg.i % np != 0 && c1 == cfg.i_chunks()) {  // the short last chunk of I
     const int64_t rows = cfg.i - full * np;
     chunks->push_back(down_w.slice(0, full * np, cfg.i).reshape({rows, 1, cfg.h}).slice(2, h0, h1));
   }

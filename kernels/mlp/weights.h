@@ -19,11 +19,13 @@ namespace nkisim::kernels {
 void AppendGateUpChunks(const TensorView& w, int64_t c0, int64_t c1, const MlpConfig& cfg,
                         const HardwareProfile& profile, std::vector<TensorView>* chunks);
 
-// Chunks of down_w [I, H] for output columns [h0, h1): [rows, cc, h1 - h0] views, element
-// (p, q, x) the row (c + q) P + p of I chunk c + q; full 128-row chunks are grouped (in pairs at
-// least for STATIC's double-row matmuls), the short last chunk of I stands alone. In I order.
+// Chunks of down_w [I, H] for output columns [h0, h1) and the I chunks [c0, c1) of 128 rows
+// (default: all of I): [rows, cc, h1 - h0] views, element (p, q, x) the row (c + q) P + p of I
+// chunk c + q; full 128-row chunks are grouped (in pairs at least for STATIC's double-row
+// matmuls), the short last chunk of I stands alone. In I order.
 void AppendDownChunks(const TensorView& down_w, int64_t h0, int64_t h1, const MlpConfig& cfg,
-                      const HardwareProfile& profile, std::vector<TensorView>* chunks);
+                      const HardwareProfile& profile, std::vector<TensorView>* chunks,
+                      int64_t c0 = 0, int64_t c1 = -1);
 
 // The elements per partition of the largest chunk (the WeightStream's slot size).
 int64_t LargestChunkElements(const std::vector<TensorView>& chunks);

@@ -76,6 +76,10 @@ Roofline RooflineOf(const MlpRun& run) {
         &p.up_bias, &p.down_bias, &run.result.output, &run.result.fused_hidden}) {
     if (t->valid()) bytes += static_cast<double>(t->size_bytes());
   }
+  for (const TensorView* t :
+       {&p.gate_w_scale, &p.up_w_scale, &p.down_w_scale, &p.gate_up_in_scale, &p.down_in_scale}) {
+    if (t->valid()) bytes += static_cast<double>(t->size_bytes() / t->dim(0));  // rows identical
+  }
   const double flops = 6.0 * static_cast<double>(p.hidden.numel()) * p.gate_w.dim(1);
   Roofline r;
   r.hbm_ns = bytes / (prof.hbm_gbps_per_core() * cores);
@@ -88,6 +92,12 @@ Roofline RooflineOf(const MlpRun& run) {
     }
   }
   return r;
+}
+
+double Roofline::target_ns() const {
+  double target = std::max(hbm_ns, pe_ns);
+  if (hbm_ns >= pe_ns) target = std::max(target, stream_floor_ns);
+  return std::max(target, engine_floor_ns);
 }
 
 }  // namespace nkisim::kernels::testing

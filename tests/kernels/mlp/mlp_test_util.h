@@ -43,10 +43,14 @@ MlpRun RunCase(const MlpTestCase& c, const MlpParams& params);
 // Runs and checks output (and fused_hidden) against the golden at the MLP tolerance.
 void ExpectMatchesGolden(const MlpTestCase& c);
 
-// The roofline of a run: HBM bytes / (port x cores), FLOPs / (bf16 peak x cores), the stream
-// floor and the engine floor (the busiest compute engine's instruction time on any core).
+// The roofline of a run as `nkisim kernel mlp` reports it: HBM bytes (every input once, a scale
+// tensor's row once, the outputs) / (port x cores), FLOPs / (bf16 peak x cores), the stream floor
+// and the engine floor (the busiest compute engine's instruction time on any core).
 struct Roofline {
   double hbm_ns = 0, pe_ns = 0, stream_floor_ns = 0, engine_floor_ns = 0;
+  // The CLI's target: the bound, or the stream floor (HBM-bound) or the engine floor where one
+  // is higher.
+  double target_ns() const;
 };
 Roofline RooflineOf(const MlpRun& run);
 
