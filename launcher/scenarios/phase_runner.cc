@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "kernels/reference/compare.h"
@@ -65,6 +66,12 @@ void PhaseRunner::Progress(const std::string& phase, bool done) {
   sink_(m);
 }
 
+bool PhaseRunner::CorruptsInput(const std::string& name) const {
+  const proto::Fault& f = spec_.fault();
+  return f.kind() == proto::Fault::CORRUPT_INPUT && static_cast<int>(f.rank()) == rank_ &&
+         (f.phase() == name || f.phase() == PhaseBase(name));
+}
+
 void PhaseRunner::InjectFault(const std::string& phase) {
   const proto::Fault& f = spec_.fault();
   if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ ||
@@ -84,7 +91,7 @@ void PhaseRunner::InjectFault(const std::string& phase) {
   }
 }
 
-void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()>& body) {
+void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()>& body, int depth) {
   current_ = name;
   Progress(name, false);
   // Collectives are recorded on core 0 (collectives.cc), so only its records are looked at.
@@ -97,9 +104,11 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   PhaseOutput out = body();
 
   const auto tol = spec_.tolerances().find(PhaseBase(name));
+  const double scale = std::sqrt(static_cast<double>(std::max(1, depth)));
   const reference::Tolerance tolerance =
-      tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
-                                      : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
+      tol == spec_.tolerances().end()
+          ? reference::Tolerance{0, 0}
+          : reference::Tolerance{tol->second.atol() * scale, tol->second.rtol() * scale};
   const reference::Comparison check =
       out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
   // Host time includes the check: a streamed check computes its golden there.

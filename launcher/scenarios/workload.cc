@@ -3,11 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "collectives/collectives.h"
 #include "kernels/common/residual_add.h"
 #include "kernels/reference/mlp_ref.h"
+#include "kernels/reference/qkv_ref.h"
 #include "runtime/error.h"
 #include "runtime/nisa/dma.h"
 
@@ -166,64 +168,106 @@ TensorView RowsOf(const TensorView& t, int64_t r0, int64_t r1) {
   return t.reshape({t.numel() / h, h}).slice(0, r0, r1).reshape({1, r1 - r0, h});
 }
 
-// fp64 sum of two tensors' stored values, element by element.
-std::vector<double> SumOf(const TensorView& a, const TensorView& b) {
-  const std::vector<float> x = a.ToFloats(), y = b.ToFloats();
-  std::vector<double> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i]) + y[i];
-  return out;
+// One phase's two comparisons as one: counts added, the worst of each maximum (the bound shown is
+// the larger; each part was held to its own).
+reference::Comparison Merged(const reference::Comparison& a, const reference::Comparison& b) {
+  reference::Comparison c = a;
+  c.elements += b.elements;
+  c.failures += b.failures;
+  if (b.max_abs_error > a.max_abs_error) {
+    c.max_abs_error = b.max_abs_error;
+    c.worst_index = b.worst_index < 0 ? -1 : a.elements + b.worst_index;
+  }
+  c.max_rel_error = std::max(a.max_rel_error, b.max_rel_error);
+  c.bound = std::max(a.bound, b.bound);
+  return c;
 }
 
 }  // namespace
 
-PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
-                          const TensorView& layer_input, TensorView* partial,
-                          TensorView* fused_hidden) {
-  const kernels::MlpParams params = RankMlpParams(run, layer, attention_sum, layer_input);
-  const kernels::MlpResult result = kernels::Mlp(run.ctx.lnc(), params);
-  *partial = result.output;
-  *fused_hidden = result.fused_hidden;
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  // The output, then the residual stream, checked a block of token rows at a time (the MLP is
-  // row-wise, so a block's golden needs only its rows).
+TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_t b, int64_t s,
+                     const TensorView& cos_cache, const TensorView& sin_cache) {
+  const int64_t h = x.h(), heads = run.plan.heads_per_rank + 2 * run.plan.kv_per_rank;
+  const int64_t d = run.scenario.spec.model().d_head();
+  TensorView golden = TensorView::Create({heads, b, s, d}, DType::kFloat32, "qkv_golden");
+  ForRowBlocks(b, s, kCheckRows, [&](int64_t b0, int64_t b1, int64_t s0, int64_t s1) {
+    const TensorView input =
+        x.RowsTensor(b0 * s + s0, (b1 - 1) * s + s1, {b1 - b0, s1 - s0, h}, "qkv_golden_input");
+    kernels::QkvParams params = RankQkvParams(run, layer, input);
+    if (cos_cache.valid()) {
+      params.fused_rope = true;
+      params.cos_cache = cos_cache.slice(0, b0, b1).slice(1, s0, s1);
+      params.sin_cache = sin_cache.slice(0, b0, b1).slice(1, s0, s1);
+    }
+    golden.slice(1, b0, b1).slice(2, s0, s1).FromFloats(reference::QkvReference(params).output);
+  });
+  return golden;
+}
+
+PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
+                           std::vector<double> golden) {
   PhaseOutput out;
-  out.check = [params, output = *partial, fused = *fused_hidden](const reference::Tolerance& tol) {
-    const int64_t h = output.shape().back(), rows = output.numel() / h;
-    reference::StreamingCompare compare(tol);
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      kernels::MlpParams block = params;
-      block.hidden = RowsOf(params.hidden, r0, r1);
-      block.residual = RowsOf(params.residual, r0, r1);
-      const reference::MlpGolden golden = reference::MlpReference(block);
-      const std::vector<float> actual = RowsOf(output, r0, r1).ToFloats();
-      compare.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
+  out.check = [actual = std::move(actual), moved = std::move(moved),
+               golden = std::move(golden)](const reference::Tolerance& tol) {
+    reference::Comparison c = reference::Compare(actual, golden, tol);
+    for (size_t i = 0; i < actual.size(); ++i) {
+      if (i >= moved.size() || std::memcmp(&actual[i], &moved[i], sizeof(float)) != 0) ++c.failures;
     }
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = SumOf(RowsOf(params.hidden, r0, r1), RowsOf(params.residual, r0, r1));
-      const std::vector<float> actual = RowsOf(fused, r0, r1).ToFloats();
-      compare.Add((rows + r0) * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
-    }
-    return compare.Finish();
+    return c;
   };
   return out;
 }
 
+PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
+                          const TensorView& layer_input, const GroupGolden& golden_attention_sum,
+                          const GroupGolden& golden_input, MlpLayerOut* out) {
+  const kernels::MlpParams params = RankMlpParams(run, layer, attention_sum, layer_input);
+  const kernels::MlpResult result = kernels::Mlp(run.ctx.lnc(), params);
+  out->partial = result.output;
+  out->fused_hidden = result.fused_hidden;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  out->golden_fused = SumOf(golden_input, golden_attention_sum);
+  out->golden_sum = GroupGolden(run.ctx.group(kTpGroups), golden_input.rows(), golden_input.h());
+  // The output, and the residual stream, a block of token rows at a time (the MLP is row-wise, so
+  // a block's golden needs only its rows).
+  PhaseOutput phase;
+  phase.check = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol) {
+    const int64_t h = out->partial.shape().back(), rows = out->partial.numel() / h;
+    reference::StreamingCompare output(tol), fused(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      kernels::MlpParams block = params;
+      block.hidden = golden_attention_sum.RowsTensor(r0, r1, {1, r1 - r0, h}, "mlp_golden_hidden");
+      block.residual = golden_input.RowsTensor(r0, r1, {1, r1 - r0, h}, "mlp_golden_residual");
+      const reference::MlpGolden golden = reference::MlpReference(block);
+      const std::vector<float> actual = RowsOf(out->partial, r0, r1).ToFloats();
+      output.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
+      const std::vector<float> stream = RowsOf(out->fused_hidden, r0, r1).ToFloats();
+      fused.Add(r0 * h, stream.data(), golden.fused_hidden.data(), static_cast<int64_t>(stream.size()));
+      out->golden_sum.AddGroupSum(r0, r1, AsDoubles(golden.output));
+    }
+    return Merged(output.Finish(), fused.Finish());
+  };
+  return phase;
+}
+
 PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
-                               const TensorView& mlp_sum, TensorView* out,
+                               const TensorView& mlp_sum, const GroupGolden& golden_fused,
+                               const GroupGolden& golden_mlp_sum, TensorView* out,
+                               GroupGolden* golden_out,
                                const std::function<void(int64_t, const std::vector<float>&)>& sample) {
   const int64_t h = fused_hidden.shape().back(), rows = fused_hidden.numel() / h;
   *out = TensorView::Create(fused_hidden.shape(), fused_hidden.dtype(), "layer_out");
   kernels::ResidualAdd(run.ctx.lnc(), fused_hidden.reshape({rows, h}), mlp_sum.reshape({rows, h}),
                        out->reshape({rows, h}));
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  *golden_out = SumOf(golden_fused, golden_mlp_sum);
   PhaseOutput check;
-  check.check = [fused_hidden, mlp_sum, result = *out, sample, rows, h](const reference::Tolerance& tol) {
+  check.check = [golden_out, result = *out, sample, rows, h](const reference::Tolerance& tol) {
     reference::StreamingCompare compare(tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
       const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = SumOf(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
+      const std::vector<double> golden = golden_out->Rows(r0, r1);
       const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
       compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
       if (sample) sample(r0 * h, actual);
@@ -233,24 +277,30 @@ PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
   return check;
 }
 
-CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,
-                       int step) {
+CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const GroupGolden& golden,
+                       const char* name, bool record, int step) {
   const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
   CheckedSum out;
   out.total = TensorView::Create(partial.shape(), partial.dtype(), name);
   collectives::all_reduce(run.ctx, tp, partial, out.total);
   if (!Functional()) return out;  // timing-only: nothing to check
-  int64_t first = 0;
-  std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
-  const int64_t n = partial.numel();
+  const int64_t n = partial.numel(), first = golden.first();
   std::vector<float> block =  // only this member's block of the sum
-      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
+      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(golden.block().size())).ToFloats();
   if (record) {
     RecordLayerSample(run.result, run.plan.name, run.plan.replica(run.ctx.rank()), step, n, first,
                       block);
   }
-  out.output = PhaseOutput{std::move(block), std::move(golden), {}};
+  out.output = PhaseOutput{std::move(block), golden.block(), {}};
   return out;
+}
+
+TensorView CorruptedInput(const TensorView& x) {
+  TensorView copy = TensorView::Create(x.shape(), x.dtype(), x.name() + "_corrupted");
+  std::vector<float> values = x.ToFloats();
+  for (int64_t c = 0; c < x.shape().back(); ++c) values[static_cast<size_t>(c)] = -values[static_cast<size_t>(c)];
+  copy.FromFloats(values);
+  return copy;
 }
 
 std::vector<std::byte> RawGather(const collectives::GroupComm& group, const TensorView& t) {
@@ -276,38 +326,6 @@ std::vector<double> AsDoubles(const std::vector<float>& v) { return {v.begin(), 
 void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src) {
   ScopedCurrentCore on_core(lnc.core(0));
   nisa::dma_copy(dst, src);
-}
-
-std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
-                                        const TensorView& partial, int64_t* first) {
-  constexpr int64_t kMaxSendElements = int64_t{1} << 20;
-  const int n = group.size();
-  const int64_t total = partial.numel();
-  std::vector<int64_t> counts(static_cast<size_t>(n)), offsets(static_cast<size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    counts[i] = total / n + (i < total % n ? 1 : 0);
-    if (i > 0) offsets[i] = offsets[i - 1] + counts[i - 1];
-  }
-  *first = offsets[group.position];
-  std::vector<double> golden(static_cast<size_t>(counts[group.position]));
-  const TensorView flat = partial.reshape({total});
-  const int64_t step = std::max<int64_t>(1, kMaxSendElements / n);
-  std::vector<double> send;
-  std::vector<int> piece(static_cast<size_t>(n));
-  // Slice j of every block at once: every member makes the same calls (counts[0] is the largest).
-  for (int64_t j = 0; j < counts[0]; j += step) {
-    send.clear();
-    for (int q = 0; q < n; ++q) {
-      const int64_t len = std::clamp<int64_t>(counts[q] - j, 0, step);
-      piece[q] = static_cast<int>(len);
-      const std::vector<float> part = flat.slice(0, offsets[q] + j, offsets[q] + j + len).ToFloats();
-      send.insert(send.end(), part.begin(), part.end());
-    }
-    collectives::CheckMpi(MPI_Reduce_scatter(send.data(), golden.data() + j, piece.data(),
-                                             MPI_DOUBLE, MPI_SUM, group.comm),
-                          "reference reduce_scatter");
-  }
-  return golden;
 }
 
 void RecordLayerSample(proto::RankResult& result, const std::string& plan, int replica, int step,
