@@ -438,6 +438,19 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& p
   plans.push_back(std::move(plan));
 }
 
+// Whether a job of `s` runs a phase named `name` ("qkv.L2[3]": some layer and step of it).
+bool RunsPhase(const proto::Scenario& s, const std::string& name) {
+  const std::string base = PhaseBase(name);
+  const int layers = static_cast<int>(std::clamp(s.layers(), 1u, 4096u));
+  const int steps = s.workload() == "prefill" ? 1 : static_cast<int>(std::clamp(s.steps(), 1u, 4096u));
+  for (int l = 0; l < layers; ++l) {
+    for (int k = 0; k < steps; ++k) {
+      if (PhaseName(base.c_str(), l, layers, k, steps) == name) return true;
+    }
+  }
+  return false;
+}
+
 void Check(ResolvedScenario& r, ProblemList& problems) {
   const proto::Scenario& s = r.spec;
   CheckFields(s, problems);
@@ -483,6 +496,10 @@ void Check(ResolvedScenario& r, ProblemList& problems) {
       for (const std::string& n : phases) names += (names.empty() ? "" : ", ") + n;
       problems.push_back(StrCat("fault.phase: '", f.phase(), "' is not a phase of the ",
                                 s.workload(), " workload (", names, ")"));
+    } else if (f.phase() != PhaseBase(f.phase()) && !RunsPhase(s, f.phase())) {
+      problems.push_back(StrCat("fault.phase: '", f.phase(), "' is not a phase this job runs (layers: ",
+                                std::max(1u, s.layers()), ", steps: ", std::max(1u, s.steps()),
+                                "; names as \"qkv.L2\", \"qkv[3]\", \"qkv.L2[3]\")"));
     }
   }
 }
@@ -508,6 +525,13 @@ std::vector<std::string> PhaseNames(Workload workload) {
 }
 
 std::string PhaseBase(const std::string& phase) { return phase.substr(0, phase.find_first_of(".[")); }
+
+std::string PhaseName(const char* phase, int layer, int layers, int step, int steps) {
+  std::string name = phase;
+  if (layers > 1) name += StrCat(".L", layer + 1);
+  if (steps > 1) name += StrCat("[", step + 1, "]");
+  return name;
+}
 
 proto::Tolerance ResolvedScenario::tolerance(const std::string& phase) const {
   const std::string base = PhaseBase(phase);

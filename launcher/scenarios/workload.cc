@@ -45,13 +45,6 @@ std::string LayerTensorName(const char* name, int layer) {
   return layer == 0 ? std::string(name) : StrCat(name, "@L", layer + 1);
 }
 
-std::string PhaseName(const char* phase, int layer, int layers, int step, int steps) {
-  std::string name = phase;
-  if (layers > 1) name += StrCat(".L", layer + 1);
-  if (steps > 1) name += StrCat("[", step + 1, "]");
-  return name;
-}
-
 namespace {
 
 // This rank's slices of layer `layer`'s weights (global tensors of the counter-based RNG).

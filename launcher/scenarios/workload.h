@@ -134,8 +134,6 @@ PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
 // fault: a wrong hand-off into the layer).
 TensorView CorruptedInput(const TensorView& x);
 
-// "qkv" for one layer and one step; "qkv.L2" for layer 2 of several; "qkv.L2[3]" at step 3.
-std::string PhaseName(const char* phase, int layer, int layers, int step, int steps);
 // "w_qkv" for layer 0, "w_qkv@L2" for layer 1, ...
 std::string LayerTensorName(const char* name, int layer);
 
