@@ -17,10 +17,10 @@
 //   mlp_all_reduce  the TP sum of the MLP partials
 //   residual        the layer's output: the residual stream + the MLP's sum
 // (the last three not with attention_only). Phases are named "qkv", "qkv.L2" (layer 2 of
-// several), "qkv[3]" (step 3 of several), "qkv.L2[3]". Each is checked against the golden of the
-// whole chain (golden_chain.h): its plain reference applied to the goldens the phases before it
-// handed on, from the step's original input through every earlier layer; the data movements
-// also bit for bit against the plain MPI movement of their simulated input.
+// several), "qkv[3]" (step 3 of several), "qkv.L2[3]". Each is checked twice: against its plain
+// reference applied to that phase's inputs (the data movements against raw MPI calls), and
+// against the golden of the whole chain (golden_chain.h): the reference applied to the goldens
+// the phases before it handed on, from the step's original input through every earlier layer.
 #include <algorithm>
 #include <cstring>
 #include <tuple>
@@ -70,6 +70,7 @@ struct DecodeState {
   int layer = 0, step = 0;
   int64_t t_now = 0;  // tokens attended this step, its own included
   TensorView x;       // the layer's input [B, 1, H]
+  bool corrupted = false;  // x is the CORRUPT_INPUT fault's copy
   TensorView qkv_out, q, kv_part, q_att, kv_att, attention, heads_rows, partial;
   TensorView attention_sum, fused_hidden, mlp_partial, mlp_sum, out;
   struct Golden {  // the chain's golden of the same (fp32 tensors; the TP-replicated ones fp64)
@@ -103,7 +104,13 @@ PhaseOutput QkvPhase(DecodeRank& r, DecodeState& st) {
   st.g.q = st.g.qkv_out.slice(0, 0, r.hpr);
   st.g.kv_part = st.g.qkv_out.slice(0, r.hpr, r.hpr + 2 * r.kvr);
   st.g.q_att = st.g.q.reshape({r.hpr, r.b, r.d});
-  return PhaseOutput{st.qkv_out.ToFloats(), AsDoubles(st.g.qkv_out.ToFloats()), {}};
+  std::vector<double> chain = AsDoubles(st.g.qkv_out.ToFloats());
+  // Layer 0's own input is the chain's (unless the test fault replaced it): one golden serves both.
+  std::vector<double> local = st.layer == 0 && !st.corrupted
+                                  ? chain
+                                  : AsDoubles(reference::QkvReference(qkv).output);
+  std::vector<float> actual = st.qkv_out.ToFloats();
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
 }
 
 // What attn_q_batch_shard leaves on this rank of the group's [G][heads][B][d] `all`: G x heads
@@ -214,6 +221,7 @@ PhaseOutput AttentionPhase(DecodeRank& r, DecodeState& st) {
   }
   std::vector<TensorView>& k_cache = r.k_cache[st.layer];
   std::vector<TensorView>& v_cache = r.v_cache[st.layer];
+  std::vector<double> golden;
   for (size_t i = 0; i < r.kv_heads.size(); ++i) {
     const int64_t kv = r.kv_heads[i];
     const auto [new_k, new_v] = NewKv(r, st.kv_part, st.kv_att, kv);
@@ -226,12 +234,15 @@ PhaseOutput AttentionPhase(DecodeRank& r, DecodeState& st) {
     if (!Functional()) continue;  // timing-only: nothing to check
     CheckAppend(k_cache[i].select(2, st.t_now - 1), v_cache[i].select(1, st.t_now - 1), new_k,
                 new_v, kv, st.t_now - 1);
+    const std::vector<double> ref = reference::AttentionTkgRef(params.q, params.k_cache, params.v_cache);
+    golden.insert(golden.end(), ref.begin(), ref.end());
     GoldenAttention(r, st, i, kv, lo, hi);
   }
   st.heads_rows = st.attention;  // G = 1: already [hpr, B, d]
   st.g.heads_rows = st.g.attention;
   if (!Functional()) return PhaseOutput{};
-  return PhaseOutput{st.attention.ToFloats(), AsDoubles(st.g.attention.ToFloats()), {}};
+  std::vector<float> actual = st.attention.ToFloats();
+  return PhaseOutput{actual, std::move(golden), {}, ChainCheck(actual, AsDoubles(st.g.attention.ToFloats()))};
 }
 
 // What the all_to_all leaves on this rank of the group's [member][G hpr][rows][d] `all`: its heads
@@ -287,10 +298,12 @@ PhaseOutput OprojPhase(DecodeRank& r, DecodeState& st) {
          [](const TensorView& dst, const TensorView& src) { dst.FromFloats(src.ToFloats()); });
   reference::OprojRefInputs ref;
   ref.weight = params.weight;
-  const std::vector<double> golden = AsDoubles(reference::OutputProjectionTkgRef(golden_dbns, ref));
+  std::vector<double> golden = AsDoubles(reference::OutputProjectionTkgRef(golden_dbns, ref));
   st.g.attention_sum = GroupGolden(r.run.ctx.group(kTpGroups), r.b, r.h);
   st.g.attention_sum.AddGroupSum(0, r.b, golden);
-  return PhaseOutput{st.partial.ToFloats(), golden, {}};
+  std::vector<float> actual = st.partial.ToFloats();
+  return PhaseOutput{actual, AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref)), {},
+                     ChainCheck(actual, std::move(golden))};
 }
 
 bool LastLayer(const DecodeRank& r, const DecodeState& st) { return st.layer + 1 == r.layers; }
@@ -446,12 +459,13 @@ ScenarioFootprint RunDecode(PlanRun& run) {
       st.step = s;
       st.t_now = r.cached + s + 1;
       st.x = x;
-      if (Functional() && run.runner.CorruptsInput(PhaseName("qkv", l, r.layers, s, r.steps))) st.x = CorruptedInput(x);
+      st.corrupted = Functional() && run.runner.CorruptsInput(PhaseName("qkv", l, r.layers, s, r.steps));
+      if (st.corrupted) st.x = CorruptedInput(x);
       st.g.x = golden_x;
       for (const DecodePhase& phase : kDecodePhases) {
         if (!phase.applies(r)) continue;
         run.runner.Run(PhaseName(phase.name, l, r.layers, s, r.steps),
-                       [&] { return phase.run(r, st); }, l + 1);
+                       [&] { return phase.run(r, st); });
       }
       x = st.out;  // layer l's output is layer l + 1's input
       golden_x = st.g.out;

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <thread>
 
 #include "kernels/reference/compare.h"
@@ -91,7 +90,7 @@ void PhaseRunner::InjectFault(const std::string& phase) {
   }
 }
 
-void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()>& body, int depth) {
+void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()>& body) {
   current_ = name;
   Progress(name, false);
   // Collectives are recorded on core 0 (collectives.cc), so only its records are looked at.
@@ -104,13 +103,14 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   PhaseOutput out = body();
 
   const auto tol = spec_.tolerances().find(PhaseBase(name));
-  const double scale = std::sqrt(static_cast<double>(std::max(1, depth)));
   const reference::Tolerance tolerance =
-      tol == spec_.tolerances().end()
-          ? reference::Tolerance{0, 0}
-          : reference::Tolerance{tol->second.atol() * scale, tol->second.rtol() * scale};
+      tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
+                                      : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
   const reference::Comparison check =
       out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
+  const reference::Comparison chain =
+      out.chain ? out.chain({spec_.chain_tolerance().atol(), spec_.chain_tolerance().rtol()})
+                : reference::Comparison{};
   // Host time includes the check: a streamed check computes its golden there.
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
@@ -122,6 +122,9 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_failures(check.failures);
   r.set_max_abs_error(check.max_abs_error);
   r.set_max_rel_error(check.max_rel_error);
+  r.set_chain_max_abs_error(chain.max_abs_error);
+  r.set_chain_bound(chain.bound);
+  r.set_chain_failures(chain.failures);
   r.set_sim_ns(lnc_.now() - sim_start);
   r.set_start_ns(sim_start);
   r.set_end_ns(lnc_.now());

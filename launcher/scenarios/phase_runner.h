@@ -14,13 +14,18 @@
 
 namespace nkisim::launcher {
 
-// What a phase hands back for checking: its output and the golden, flattened alike; or, for an
-// output too large to hold twice, `check`, which the runner calls with the phase's tolerance
-// instead (it compares in blocks through a reference::StreamingCompare and returns the result).
+// What a phase hands back for checking, twice:
+//   * against its plain reference applied to its own (simulated) inputs, at the phase's
+//     tolerance: its output and that golden, flattened alike; or, for an output too large to hold
+//     twice, `check`, which the runner calls with the phase's tolerance instead (it compares in
+//     blocks through a reference::StreamingCompare and returns the result);
+//   * against the golden of the whole layer chain (golden_chain.h): `chain`, called with the
+//     scenario's chain_tolerance (absent in timing-only runs).
 struct PhaseOutput {
   std::vector<float> actual;
   std::vector<double> golden;
   std::function<reference::Comparison(const reference::Tolerance&)> check;
+  std::function<reference::Comparison(const reference::Tolerance&)> chain;
 };
 
 // Where the runner reports progress: the control-plane client in a job, a recorder in tests.
@@ -33,13 +38,9 @@ class PhaseRunner {
   PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::string scenario,
               const proto::Scenario& spec, proto::RankResult& result);
 
-  // Runs `body` as phase `name` of decoder layer `depth` (1-based) of the chain. Its tolerance is
-  // the phase's, times sqrt(depth): the golden is carried from the original inputs, and the bf16
-  // roundings of the residual stream, independent from layer to layer, add like a random walk
-  // (measured: the worst error stays 0.30 - 0.35 of the bound so scaled over 16 layers, where an
-  // unscaled bound is crossed at layer 11; docs/scenarios.md). Throws what the body throws (after
-  // the fault, if any, fires).
-  void Run(const std::string& name, const std::function<PhaseOutput()>& body, int depth = 1);
+  // Runs `body` as phase `name`; the phase passes when both of its checks do. Throws what the
+  // body throws (after the fault, if any, fires).
+  void Run(const std::string& name, const std::function<PhaseOutput()>& body);
   // Whether the scenario's CORRUPT_INPUT fault targets phase `name` on this rank: then the
   // workload hands the phase a corrupted input (CorruptedInput, workload.h).
   bool CorruptsInput(const std::string& name) const;

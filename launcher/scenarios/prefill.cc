@@ -14,10 +14,10 @@
 //   mlp_reduce_scatter  its scatter over the rows and
 //   mlp_all_gather      the rows gathered back
 //   residual            the layer's output: the residual stream + the MLP's sum
-// (the MLP rows not with attention_only). Each phase is checked against the golden of the whole
-// chain (golden_chain.h): its plain reference applied to the goldens the phases before it handed
-// on, from the prompt through every earlier layer; the gathers also bit for bit against a plain
-// MPI_Allgather of their simulated input.
+// (the MLP rows not with attention_only). Each phase is checked twice: against its plain reference
+// applied to that phase's inputs (the gathers bit for bit against a plain MPI_Allgather), and
+// against the golden of the whole chain (golden_chain.h): the reference applied to the goldens
+// the phases before it handed on, from the prompt through every earlier layer.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -56,6 +56,7 @@ struct PrefillRank {
 struct PrefillState {
   int layer = 0;
   TensorView x;  // the layer's input [B, S, H]
+  bool corrupted = false;  // x is the CORRUPT_INPUT fault's copy
   TensorView qkv_out, attention, partial, attention_sum, scattered, fused_hidden, mlp_partial;
   TensorView mlp_sum, out;
   struct Golden {  // the chain's golden of the same (fp32 tensors; the TP-replicated ones fp64)
@@ -110,7 +111,13 @@ PhaseOutput QkvPhase(PrefillRank& r, PrefillState& st) {
     st.g.qkv_out = QkvGolden(r.run, st.layer, st.g.x, r.b, r.s_len, r.cos_cache, r.sin_cache);
     if (cached != nullptr) *cached = st.g.qkv_out;
   }
-  return PhaseOutput{st.qkv_out.ToFloats(), AsDoubles(st.g.qkv_out.ToFloats()), {}};
+  std::vector<double> chain = AsDoubles(st.g.qkv_out.ToFloats());
+  // Layer 0's own input is the chain's (unless the test fault replaced it): one golden serves both.
+  std::vector<double> local = st.layer == 0 && !st.corrupted
+                                  ? chain
+                                  : AsDoubles(reference::QkvReference(qkv).output);
+  std::vector<float> actual = st.qkv_out.ToFloats();
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
 }
 
 // 2. Causal attention of the rank's heads: out [B, hpr, d, S].
@@ -124,7 +131,9 @@ PhaseOutput AttentionPhase(PrefillRank& r, PrefillState& st) {
   std::vector<double> golden = reference::CausalAttentionRef(
       g.slice(0, 0, r.hpr), g.slice(0, r.hpr, r.hpr + r.kvr), g.slice(0, r.hpr + r.kvr, r.hpr + 2 * r.kvr));
   st.g.attention = GoldenTensor(st.attention.shape(), golden, "attention_golden");
-  return PhaseOutput{st.attention.ToFloats(), std::move(golden), {}};
+  std::vector<float> actual = st.attention.ToFloats();
+  return PhaseOutput{actual, reference::CausalAttentionRef(params.q, params.k, params.v), {},
+                     ChainCheck(actual, std::move(golden))};
 }
 
 // 3. o_proj CTE: [B, S, H] partial sums of this rank's heads, checked in blocks of rows (neither
@@ -140,6 +149,22 @@ PhaseOutput OprojPhase(PrefillRank& r, PrefillState& st) {
   st.g.attention_sum = GroupGolden(r.tp(), r.tokens(), r.h);
   PhaseOutput out;
   out.check = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance) {
+    reference::OprojRefInputs ref;
+    ref.weight = weight;
+    reference::StreamingCompare compare(tolerance);
+    for (int64_t bi = 0; bi < r.b; ++bi) {
+      for (int64_t s0 = 0; s0 < r.s_len; s0 += kCheckRows) {
+        const int64_t s1 = std::min(r.s_len, s0 + kCheckRows);
+        const std::vector<float> golden = reference::OutputProjectionCteRef(
+            st.attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
+        const std::vector<float> actual = st.partial.select(0, bi).slice(0, s0, s1).ToFloats();
+        compare.Add((bi * r.s_len + s0) * r.h, actual.data(), golden.data(),
+                    static_cast<int64_t>(golden.size()));
+      }
+    }
+    return compare.Finish();
+  };
+  out.chain = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance) {
     reference::OprojRefInputs ref;
     ref.weight = weight;
     reference::StreamingCompare compare(tolerance);
@@ -179,15 +204,18 @@ PhaseOutput ScatterRows(PrefillRank& r, const TensorView& partial, const GroupGo
   *scattered = TensorView::Create({mine, r.h}, r.dt, name);
   collectives::reduce_scatter(r.run.ctx, tp, partial.reshape({rows, r.h}), *scattered);
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  int64_t first = 0;
+  std::vector<double> local = ReduceScatterGolden(tp, partial, &first);
   std::vector<float> block = scattered->ToFloats();
-  if (static_cast<int64_t>(block.size()) != static_cast<int64_t>(golden.block().size()) ||
-      golden.first() != tp.position * mine * r.h) {
+  if (block.size() != local.size() || first != tp.position * mine * r.h ||
+      golden.first() != first || golden.block().size() != local.size()) {
     Raise(ErrorCode::kInternal, StrCat(name, ": block of ", block.size(), " elements at ",
-                                       tp.position * mine * r.h, "; the golden's is ",
-                                       golden.block().size(), " at ", golden.first()));
+                                       tp.position * mine * r.h, "; the reference's is ", local.size(),
+                                       " at ", first, ", the chain golden's ", golden.block().size(),
+                                       " at ", golden.first()));
   }
-  if (record) RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, rows * r.h, golden.first(), block);
-  return PhaseOutput{std::move(block), golden.block(), {}};
+  if (record) RecordLayerSample(r.run.result, r.run.plan.name, r.replica, 0, rows * r.h, first, block);
+  return PhaseOutput{block, std::move(local), {}, ChainCheck(block, golden.block())};
 }
 
 // The scattered rows gathered back into [B, S, H]: bit for bit what a plain MPI_Allgather of
@@ -301,11 +329,12 @@ ScenarioFootprint RunPrefill(PlanRun& run) {
     PrefillState st;
     st.layer = l;
     st.x = x;
-    if (Functional() && run.runner.CorruptsInput(PhaseName("qkv", l, r.layers, 0, 1))) st.x = CorruptedInput(x);
+    st.corrupted = Functional() && run.runner.CorruptsInput(PhaseName("qkv", l, r.layers, 0, 1));
+    if (st.corrupted) st.x = CorruptedInput(x);
     st.g.x = golden_x;
     for (const PrefillPhase& phase : kPrefillPhases) {
       if (!phase.applies(r)) continue;
-      run.runner.Run(PhaseName(phase.name, l, r.layers, 0, 1), [&] { return phase.run(r, st); }, l + 1);
+      run.runner.Run(PhaseName(phase.name, l, r.layers, 0, 1), [&] { return phase.run(r, st); });
     }
     // Layer l's output is layer l + 1's input (attention_only with sequence_parallel: the rows
     // are scattered, so layers > 1 need the MLP's gather or attention_only without it).

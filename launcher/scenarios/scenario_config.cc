@@ -52,17 +52,24 @@ void FillDefaults(proto::Scenario& s) {
   } else if (s.model().norm().empty()) {
     s.mutable_model()->set_norm("rms");
   }
+  if (!s.has_chain_tolerance()) {
+    s.mutable_chain_tolerance()->set_atol(1e-5);
+    s.mutable_chain_tolerance()->set_rtol(0.1);
+  }
   proto::ControlPlane& c = *s.mutable_control();
   if (c.host().empty()) c.set_host("127.0.0.1");
   if (c.stall_timeout_s() == 0) c.set_stall_timeout_s(30);
   if (c.heartbeat_s() == 0) c.set_heartbeat_s(0.5);
   if (c.startup_timeout_s() == 0) c.set_startup_timeout_s(300);
-  // The reference suites' bf16 tolerances, every phase against the chain's golden (the data
-  // movements are also held bit for bit to the plain MPI movement of their input).
-  for (const char* phase : {"qkv", "batch_shard", "attention", "unshard", "o_proj", "all_reduce",
-                            "reduce_scatter", "all_gather", "mlp", "mlp_all_reduce",
-                            "mlp_reduce_scatter", "mlp_all_gather", "residual"}) {
-    struct Default { const char* phase; double atol, rtol; } d{phase, 1e-5, 2e-2};
+  // The reference suites' bf16 tolerances; the data movements must be exact.
+  struct Default { const char* phase; double atol, rtol; };
+  for (const Default& d :
+       {Default{"qkv", 1e-5, 2e-2}, Default{"batch_shard", 0, 0}, Default{"attention", 1e-5, 2e-2},
+        Default{"unshard", 0, 0}, Default{"o_proj", 1e-5, 2e-2}, Default{"all_reduce", 1e-5, 2e-2},
+        Default{"reduce_scatter", 1e-5, 2e-2}, Default{"all_gather", 0, 0},
+        Default{"mlp", 1e-5, 2e-2}, Default{"mlp_all_reduce", 1e-5, 2e-2},
+        Default{"mlp_reduce_scatter", 1e-5, 2e-2}, Default{"mlp_all_gather", 0, 0},
+        Default{"residual", 1e-5, 2e-2}}) {
     if (!s.tolerances().contains(d.phase)) {
       proto::Tolerance& t = (*s.mutable_tolerances())[d.phase];
       t.set_atol(d.atol);
@@ -125,6 +132,11 @@ void CheckFields(const proto::Scenario& s, ProblemList& problems) {
       problems.push_back(StrCat("tolerances['", phase, "']: atol ", t.atol(), " and rtol ",
                                 t.rtol(), " must be in [0, 1e6] (a wider tolerance checks nothing)"));
     }
+  }
+  const proto::Tolerance& chain = s.chain_tolerance();
+  if (!(chain.atol() >= 0 && chain.atol() <= kMaxTolerance && chain.rtol() >= 0 && chain.rtol() <= kMaxTolerance)) {
+    problems.push_back(StrCat("chain_tolerance: atol ", chain.atol(), " and rtol ", chain.rtol(),
+                              " must be in [0, 1e6] (a wider tolerance checks nothing)"));
   }
 }
 

@@ -161,6 +161,14 @@ TensorView RowsOf(const TensorView& t, int64_t r0, int64_t r1) {
   return t.reshape({t.numel() / h, h}).slice(0, r0, r1).reshape({1, r1 - r0, h});
 }
 
+// fp64 sum of two tensors' stored values, element by element.
+std::vector<double> StoredSum(const TensorView& a, const TensorView& b) {
+  const std::vector<float> x = a.ToFloats(), y = b.ToFloats();
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i]) + y[i];
+  return out;
+}
+
 // One phase's two comparisons as one: counts added, the worst of each maximum (the bound shown is
 // the larger; each part was held to its own).
 reference::Comparison Merged(const reference::Comparison& a, const reference::Comparison& b) {
@@ -197,17 +205,18 @@ TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_
   return golden;
 }
 
+ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden) {
+  return [actual = std::move(actual), golden = std::move(golden)](const reference::Tolerance& tol) {
+    return reference::Compare(actual, golden, tol);
+  };
+}
+
 PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
                            std::vector<double> golden) {
   PhaseOutput out;
-  out.check = [actual = std::move(actual), moved = std::move(moved),
-               golden = std::move(golden)](const reference::Tolerance& tol) {
-    reference::Comparison c = reference::Compare(actual, golden, tol);
-    for (size_t i = 0; i < actual.size(); ++i) {
-      if (i >= moved.size() || std::memcmp(&actual[i], &moved[i], sizeof(float)) != 0) ++c.failures;
-    }
-    return c;
-  };
+  out.chain = ChainCheck(actual, std::move(golden));
+  out.golden = AsDoubles(moved);
+  out.actual = std::move(actual);
   return out;
 }
 
@@ -224,7 +233,27 @@ PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_s
   // The output, and the residual stream, a block of token rows at a time (the MLP is row-wise, so
   // a block's golden needs only its rows).
   PhaseOutput phase;
-  phase.check = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol) {
+  phase.check = [params, output = out->partial, fused = out->fused_hidden](const reference::Tolerance& tol) {
+    const int64_t h = output.shape().back(), rows = output.numel() / h;
+    reference::StreamingCompare compare(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      kernels::MlpParams block = params;
+      block.hidden = RowsOf(params.hidden, r0, r1);
+      block.residual = RowsOf(params.residual, r0, r1);
+      const reference::MlpGolden golden = reference::MlpReference(block);
+      const std::vector<float> actual = RowsOf(output, r0, r1).ToFloats();
+      compare.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const std::vector<double> golden = StoredSum(RowsOf(params.hidden, r0, r1), RowsOf(params.residual, r0, r1));
+      const std::vector<float> actual = RowsOf(fused, r0, r1).ToFloats();
+      compare.Add((rows + r0) * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+    }
+    return compare.Finish();
+  };
+  phase.chain = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol) {
     const int64_t h = out->partial.shape().back(), rows = out->partial.numel() / h;
     reference::StreamingCompare output(tol), fused(tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
@@ -256,14 +285,24 @@ PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
   *golden_out = SumOf(golden_fused, golden_mlp_sum);
   PhaseOutput check;
-  check.check = [golden_out, result = *out, sample, rows, h](const reference::Tolerance& tol) {
+  check.check = [fused_hidden, mlp_sum, result = *out, sample, rows, h](const reference::Tolerance& tol) {
+    reference::StreamingCompare compare(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const std::vector<double> golden = StoredSum(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
+      const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
+      compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+      if (sample) sample(r0 * h, actual);
+    }
+    return compare.Finish();
+  };
+  check.chain = [golden_out, result = *out, rows, h](const reference::Tolerance& tol) {
     reference::StreamingCompare compare(tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
       const int64_t r1 = std::min(rows, r0 + kCheckRows);
       const std::vector<double> golden = golden_out->Rows(r0, r1);
       const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
       compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
-      if (sample) sample(r0 * h, actual);
     }
     return compare.Finish();
   };
@@ -277,14 +316,21 @@ CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const GroupGolde
   out.total = TensorView::Create(partial.shape(), partial.dtype(), name);
   collectives::all_reduce(run.ctx, tp, partial, out.total);
   if (!Functional()) return out;  // timing-only: nothing to check
-  const int64_t n = partial.numel(), first = golden.first();
+  int64_t first = 0;
+  std::vector<double> local = ReduceScatterGolden(tp, partial, &first);
+  const int64_t n = partial.numel();
+  if (first != golden.first() || local.size() != golden.block().size()) {
+    Raise(ErrorCode::kInternal, StrCat(name, ": the reference's block [", first, ", +", local.size(),
+                                       ") is not the chain golden's [", golden.first(), ", +",
+                                       golden.block().size(), ")"));
+  }
   std::vector<float> block =  // only this member's block of the sum
-      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(golden.block().size())).ToFloats();
+      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(local.size())).ToFloats();
   if (record) {
     RecordLayerSample(run.result, run.plan.name, run.plan.replica(run.ctx.rank()), step, n, first,
                       block);
   }
-  out.output = PhaseOutput{std::move(block), golden.block(), {}};
+  out.output = PhaseOutput{block, std::move(local), {}, ChainCheck(block, golden.block())};
   return out;
 }
 
@@ -319,6 +365,38 @@ std::vector<double> AsDoubles(const std::vector<float>& v) { return {v.begin(), 
 void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src) {
   ScopedCurrentCore on_core(lnc.core(0));
   nisa::dma_copy(dst, src);
+}
+
+std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
+                                        const TensorView& partial, int64_t* first) {
+  constexpr int64_t kMaxSendElements = int64_t{1} << 20;
+  const int n = group.size();
+  const int64_t total = partial.numel();
+  std::vector<int64_t> counts(static_cast<size_t>(n)), offsets(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    counts[i] = total / n + (i < total % n ? 1 : 0);
+    if (i > 0) offsets[i] = offsets[i - 1] + counts[i - 1];
+  }
+  *first = offsets[group.position];
+  std::vector<double> golden(static_cast<size_t>(counts[group.position]));
+  const TensorView flat = partial.reshape({total});
+  const int64_t step = std::max<int64_t>(1, kMaxSendElements / n);
+  std::vector<double> send;
+  std::vector<int> piece(static_cast<size_t>(n));
+  // Slice j of every block at once: every member makes the same calls (counts[0] is the largest).
+  for (int64_t j = 0; j < counts[0]; j += step) {
+    send.clear();
+    for (int q = 0; q < n; ++q) {
+      const int64_t len = std::clamp<int64_t>(counts[q] - j, 0, step);
+      piece[q] = static_cast<int>(len);
+      const std::vector<float> part = flat.slice(0, offsets[q] + j, offsets[q] + j + len).ToFloats();
+      send.insert(send.end(), part.begin(), part.end());
+    }
+    collectives::CheckMpi(MPI_Reduce_scatter(send.data(), golden.data() + j, piece.data(),
+                                             MPI_DOUBLE, MPI_SUM, group.comm),
+                          "reference reduce_scatter");
+  }
+  return golden;
 }
 
 void RecordLayerSample(proto::RankResult& result, const std::string& plan, int replica, int step,

@@ -101,15 +101,15 @@ struct MlpLayerOut {
 };
 // The MLP phase of layer `layer`: the MLP kernel on the attention block's TP sum and the layer's
 // input. Checked a block of token rows at a time against the fp64 reference (reference/mlp_ref.h)
-// applied to the goldens of the attention sum and of the layer input; the check also sums the
-// golden partials over the TP group into out->golden_sum (collective: every member's check runs
-// it in the same order).
+// applied to those inputs, and (chain) applied to the goldens of the attention sum and of the
+// layer input; the chain check also sums the golden partials over the TP group into
+// out->golden_sum (collective: every member's check runs it in the same order).
 PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
                           const TensorView& layer_input, const GroupGolden& golden_attention_sum,
                           const GroupGolden& golden_input, MlpLayerOut* out);
 // The residual phase: *out = fused_hidden + mlp_sum (a new tensor of their shape) on the rank's
-// core; *golden_out = the sum of their goldens; every row of *out checked against it a block of
-// token rows at a time; `sample`, when given, sees each checked block (its first flat index and
+// core; *golden_out = the sum of their goldens; every row of *out checked against the fp64 sum of
+// the two and (chain) against *golden_out, a block of token rows at a time; `sample`, when given, sees each checked block (its first flat index and
 // values) to record the layer output.
 PhaseOutput ResidualLayerPhase(
     PlanRun& run, const TensorView& fused_hidden, const TensorView& mlp_sum,
@@ -124,9 +124,13 @@ TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_
                      const TensorView& cos_cache = TensorView(),
                      const TensorView& sin_cache = TensorView());
 
-// A data movement's check: every element of `actual` must equal `moved` (what the plain MPI call
-// moves of the simulated input) bit for bit, and lie within the phase's tolerance of `golden` (the
-// same movement of the chain's golden). Mismatches count as failures.
+// A chain check of `actual` against `golden` (flattened alike): PhaseOutput::chain.
+using ComparisonFn = std::function<reference::Comparison(const reference::Tolerance&)>;
+ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden);
+
+// A data movement's checks: `actual` against `moved` (what the plain MPI call moves of the
+// simulated input; exact by default), and against `golden` (the same movement of the chain's
+// golden).
 PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
                            std::vector<double> golden);
 
@@ -138,8 +142,9 @@ TensorView CorruptedInput(const TensorView& x);
 std::string LayerTensorName(const char* name, int layer);
 
 // The TP sum of `partial` over the rank's TP group into a new tensor; this member's block of it
-// checked against its block of `golden` (the chain's golden sum, which the phase that made the
-// partials filled); `record` keeps the block as the layer output sample.
+// checked against the fp64 MPI_Reduce_scatter of the simulated partials (ReduceScatterGolden) and
+// against its block of `golden` (the chain's golden sum, which the phase that made the partials
+// filled); `record` keeps the block as the layer output sample.
 struct CheckedSum {
   TensorView total;
   PhaseOutput output;
@@ -183,6 +188,15 @@ float ElementAt(const std::vector<std::byte>& raw, DType dtype, int64_t index);
 std::vector<double> AsDoubles(const std::vector<float>& v);
 // A DMA on the rank's core 0 between HBM views (appending to a cache, re-laying out activations).
 void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src);
+
+// The TP reduction's check: this member's block of the elementwise sum of every member's
+// `partial` over `group`, by plain MPI_Reduce_scatter calls in fp64. Blocks split the flat tensor
+// as evenly as possible, earlier members one element more (GroupGolden's blocks); `first`
+// receives the block's first index. The blocks are reduced a slice at a time (at most 1 Mi fp64
+// values sent per call), so no rank holds an fp64 copy of its whole partial.
+// REQUIRES: partial contiguous.
+std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
+                                        const TensorView& partial, int64_t* first);
 
 // Records the layer output's values at global indices k * stride (stride chosen so at most
 // about 65536 samples cover an output of `total` elements) that fall in
