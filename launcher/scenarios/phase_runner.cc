@@ -106,11 +106,17 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   const reference::Tolerance tolerance =
       tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
                                       : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
-  const reference::Comparison check =
-      out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
-  const reference::Comparison chain =
-      out.chain ? out.chain({spec_.chain_tolerance().atol(), spec_.chain_tolerance().rtol()})
-                : reference::Comparison{};
+  const reference::Tolerance chain_tolerance{spec_.chain_tolerance().atol(),
+                                             spec_.chain_tolerance().rtol()};
+  std::pair<reference::Comparison, reference::Comparison> both;
+  if (out.both) {
+    both = out.both(tolerance, chain_tolerance);
+  } else {
+    both.first = out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
+    if (out.chain) both.second = out.chain(chain_tolerance);
+  }
+  const reference::Comparison& check = both.first;
+  const reference::Comparison& chain = both.second;
   // Host time includes the check: a streamed check computes its golden there.
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();

@@ -20,12 +20,18 @@ namespace nkisim::launcher {
 //     twice, `check`, which the runner calls with the phase's tolerance instead (it compares in
 //     blocks through a reference::StreamingCompare and returns the result);
 //   * against the golden of the whole layer chain (golden_chain.h): `chain`, called with the
-//     scenario's chain_tolerance (absent in timing-only runs).
+//     scenario's chain_tolerance (absent in timing-only runs);
+// or `both`, which makes the two comparisons in one pass (one reference call on the simulated and
+// the golden rows stacked) and is called with both tolerances instead.
 struct PhaseOutput {
+  using Check = std::function<reference::Comparison(const reference::Tolerance&)>;
   std::vector<float> actual;
   std::vector<double> golden;
-  std::function<reference::Comparison(const reference::Tolerance&)> check;
-  std::function<reference::Comparison(const reference::Tolerance&)> chain;
+  Check check;
+  Check chain;
+  std::function<std::pair<reference::Comparison, reference::Comparison>(
+      const reference::Tolerance& local, const reference::Tolerance& chain)>
+      both;
 };
 
 // Where the runner reports progress: the control-plane client in a job, a recorder in tests.

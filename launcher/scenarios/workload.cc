@@ -231,44 +231,35 @@ PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_s
   out->golden_fused = SumOf(golden_input, golden_attention_sum);
   out->golden_sum = GroupGolden(run.ctx.group(kTpGroups), golden_input.rows(), golden_input.h());
   // The output, and the residual stream, a block of token rows at a time (the MLP is row-wise, so
-  // a block's golden needs only its rows).
+  // a block's golden needs only its rows). Each block's reference runs once, on the block's
+  // simulated rows and its golden rows stacked ([2n, H]): the weights are converted once.
   PhaseOutput phase;
-  phase.check = [params, output = out->partial, fused = out->fused_hidden](const reference::Tolerance& tol) {
-    const int64_t h = output.shape().back(), rows = output.numel() / h;
-    reference::StreamingCompare compare(tol);
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      kernels::MlpParams block = params;
-      block.hidden = RowsOf(params.hidden, r0, r1);
-      block.residual = RowsOf(params.residual, r0, r1);
-      const reference::MlpGolden golden = reference::MlpReference(block);
-      const std::vector<float> actual = RowsOf(output, r0, r1).ToFloats();
-      compare.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
-    }
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = StoredSum(RowsOf(params.hidden, r0, r1), RowsOf(params.residual, r0, r1));
-      const std::vector<float> actual = RowsOf(fused, r0, r1).ToFloats();
-      compare.Add((rows + r0) * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
-    }
-    return compare.Finish();
-  };
-  phase.chain = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol) {
+  phase.both = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol,
+                                                                    const reference::Tolerance& chain_tol) {
     const int64_t h = out->partial.shape().back(), rows = out->partial.numel() / h;
-    reference::StreamingCompare output(tol), fused(tol);
+    reference::StreamingCompare output(tol), fused(tol), chain_output(chain_tol), chain_fused(chain_tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const int64_t r1 = std::min(rows, r0 + kCheckRows), n = r1 - r0;
       kernels::MlpParams block = params;
-      block.hidden = golden_attention_sum.RowsTensor(r0, r1, {1, r1 - r0, h}, "mlp_golden_hidden");
-      block.residual = golden_input.RowsTensor(r0, r1, {1, r1 - r0, h}, "mlp_golden_residual");
+      block.hidden = TensorView::Create({1, 2 * n, h}, DType::kFloat32, "mlp_check_hidden");
+      block.residual = TensorView::Create({1, 2 * n, h}, DType::kFloat32, "mlp_check_residual");
+      block.hidden.slice(1, 0, n).FromFloats(RowsOf(params.hidden, r0, r1).ToFloats());
+      block.residual.slice(1, 0, n).FromFloats(RowsOf(params.residual, r0, r1).ToFloats());
+      block.hidden.slice(1, n, 2 * n).FromFloats(golden_attention_sum.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
+      block.residual.slice(1, n, 2 * n).FromFloats(golden_input.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
       const reference::MlpGolden golden = reference::MlpReference(block);
       const std::vector<float> actual = RowsOf(out->partial, r0, r1).ToFloats();
-      output.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
       const std::vector<float> stream = RowsOf(out->fused_hidden, r0, r1).ToFloats();
-      fused.Add(r0 * h, stream.data(), golden.fused_hidden.data(), static_cast<int64_t>(stream.size()));
-      out->golden_sum.AddGroupSum(r0, r1, AsDoubles(golden.output));
+      const int64_t count = n * h;
+      output.Add(r0 * h, actual.data(), golden.output.data(), count);
+      fused.Add(r0 * h, stream.data(), golden.fused_hidden.data(), count);
+      chain_output.Add(r0 * h, actual.data(), golden.output.data() + count, count);
+      chain_fused.Add(r0 * h, stream.data(), golden.fused_hidden.data() + count, count);
+      out->golden_sum.AddGroupSum(
+          r0, r1, std::vector<double>(golden.output.begin() + count, golden.output.end()));
     }
-    return Merged(output.Finish(), fused.Finish());
+    return std::pair{Merged(output.Finish(), fused.Finish()),
+                     Merged(chain_output.Finish(), chain_fused.Finish())};
   };
   return phase;
 }
