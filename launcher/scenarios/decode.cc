@@ -17,8 +17,10 @@
 //   mlp_all_reduce  the TP sum of the MLP partials
 //   residual        the layer's output: the residual stream + the MLP's sum
 // (the last three not with attention_only). Phases are named "qkv", "qkv.L2" (layer 2 of
-// several), "qkv[3]" (step 3 of several), "qkv.L2[3]". Each is checked against its plain
-// reference applied to that phase's inputs.
+// several), "qkv[3]" (step 3 of several), "qkv.L2[3]". Each is checked twice: against its plain
+// reference applied to that phase's inputs (the data movements against raw MPI calls), and
+// against the golden of the whole chain (golden_chain.h): the reference applied to the goldens
+// the phases before it handed on, from the step's original input through every earlier layer.
 #include <algorithm>
 #include <cstring>
 #include <tuple>
@@ -57,6 +59,8 @@ struct DecodeRank {
   bool exchange_kv = false;        // does the group attend KV heads the rank does not hold?
   TensorView iota;
   std::vector<std::vector<TensorView>> k_cache, v_cache;  // [layer][kv_heads index]
+  // The golden K / V rows the steps appended, fp32: K [rows, d, steps], V [rows, steps, d].
+  std::vector<std::vector<TensorView>> golden_k, golden_v;  // [layer][kv_heads index]
 
   LogicalCore& lnc() const { return run.ctx.lnc(); }
 };
@@ -66,8 +70,15 @@ struct DecodeState {
   int layer = 0, step = 0;
   int64_t t_now = 0;  // tokens attended this step, its own included
   TensorView x;       // the layer's input [B, 1, H]
+  bool corrupted = false;  // x is the CORRUPT_INPUT fault's copy
   TensorView qkv_out, q, kv_part, q_att, kv_att, attention, heads_rows, partial;
   TensorView attention_sum, fused_hidden, mlp_partial, mlp_sum, out;
+  struct Golden {  // the chain's golden of the same (fp32 tensors; the TP-replicated ones fp64)
+    GroupGolden x;
+    TensorView qkv_out, q, kv_part, q_att, kv_att, attention, heads_rows;
+    GroupGolden attention_sum, out;
+  } g;
+  MlpLayerOut mlp;  // the MLP's outputs and goldens (its residual stream and TP sum)
 };
 
 bool Always(const DecodeRank&) { return true; }
@@ -82,43 +93,70 @@ PhaseOutput QkvPhase(DecodeRank& r, DecodeState& st) {
   st.kv_part = st.qkv_out.slice(0, r.hpr, r.hpr + 2 * r.kvr);
   st.q_att = st.q.reshape({r.hpr, r.b, r.d});
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  std::vector<double>* cached = st.layer == 0 ? &r.run.shared.qkv_golden[st.step] : nullptr;
-  if (cached != nullptr && !cached->empty()) return PhaseOutput{st.qkv_out.ToFloats(), *cached, {}};
-  std::vector<double> golden = AsDoubles(reference::QkvReference(qkv).output);
-  if (cached != nullptr) *cached = golden;  // layer 0's input is the same in every plan
-  return PhaseOutput{st.qkv_out.ToFloats(), std::move(golden), {}};
+  // Layer 0's golden is the same in every plan of the TP split: made once a step.
+  TensorView* cached = st.layer == 0 ? &r.run.shared.qkv_golden[st.step] : nullptr;
+  if (cached != nullptr && cached->valid()) {
+    st.g.qkv_out = *cached;
+  } else {
+    st.g.qkv_out = QkvGolden(r.run, st.layer, st.g.x, r.b, 1);
+    if (cached != nullptr) *cached = st.g.qkv_out;
+  }
+  st.g.q = st.g.qkv_out.slice(0, 0, r.hpr);
+  st.g.kv_part = st.g.qkv_out.slice(0, r.hpr, r.hpr + 2 * r.kvr);
+  st.g.q_att = st.g.q.reshape({r.hpr, r.b, r.d});
+  std::vector<double> chain = AsDoubles(st.g.qkv_out.ToFloats());
+  // Layer 0's own input is the chain's (unless the test fault replaced it): one golden serves both.
+  std::vector<double> local = st.layer == 0 && !st.corrupted
+                                  ? chain
+                                  : AsDoubles(reference::QkvReference(qkv).output);
+  std::vector<float> actual = st.qkv_out.ToFloats();
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
+}
+
+// What attn_q_batch_shard leaves on this rank of the group's [G][heads][B][d] `all`: G x heads
+// heads for its B / G rows.
+std::vector<float> ShardedRows(const DecodeRank& r, const std::vector<std::byte>& all, DType dtype,
+                               int64_t heads) {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(r.g * heads * r.rows * r.d));
+  for (int64_t j = 0; j < r.g * heads; ++j) {
+    for (int64_t i = 0; i < r.rows * r.d; ++i) out.push_back(ElementAt(all, dtype, (j * r.b + r.row0) * r.d + i));
+  }
+  return out;
 }
 
 // 2. TP -> TP/G x DP G: G x hpr heads for B / G rows (and the new K / V rows it lacks).
 PhaseOutput BatchShardPhase(DecodeRank& r, DecodeState& st) {
-  PhaseOutput out;
-  auto shard = [&](const TensorView& input, int64_t heads, const char* name) {
+  std::vector<float> actual, moved, golden;
+  auto shard = [&](const TensorView& input, const TensorView& golden_input, int64_t heads,
+                   const char* name, TensorView* golden_out) {
     TensorView gathered = TensorView::Create({r.g, heads, r.b, 1, r.d}, r.dt, name);
     TensorView result = collectives::attn_q_batch_shard(r.run.ctx, input, r.iota, gathered,
                                                         static_cast<int>(r.g), *r.dpg)
                             .reshape({r.g * heads, r.rows, r.d});
     if (!Functional()) return result;  // timing-only: nothing to check
-    const std::vector<std::byte> all = RawGather(*r.dpg, input);  // [G][heads][B][d]
-    for (int64_t j = 0; j < r.g * heads; ++j) {
-      for (int64_t i = 0; i < r.rows * r.d; ++i) {
-        out.golden.push_back(ElementAt(all, r.dt, (j * r.b + r.row0) * r.d + i));
-      }
-    }
-    const std::vector<float> actual = result.ToFloats();
-    out.actual.insert(out.actual.end(), actual.begin(), actual.end());
+    const std::vector<float> a = result.ToFloats();
+    const std::vector<float> m = ShardedRows(r, RawGather(*r.dpg, input), r.dt, heads);
+    const std::vector<float> g = ShardedRows(r, RawGather(*r.dpg, golden_input), DType::kFloat32, heads);
+    *golden_out = GoldenTensor({r.g * heads, r.rows, r.d}, g, StrCat(name, "_golden"));
+    actual.insert(actual.end(), a.begin(), a.end());
+    moved.insert(moved.end(), m.begin(), m.end());
+    golden.insert(golden.end(), g.begin(), g.end());
     return result;
   };
-  st.q_att = shard(st.q, r.hpr, "gathered_q");
-  if (r.exchange_kv) st.kv_att = shard(st.kv_part, 2 * r.kvr, "gathered_kv");
-  return out;
+  st.q_att = shard(st.q, st.g.q, r.hpr, "gathered_q", &st.g.q_att);
+  if (r.exchange_kv) st.kv_att = shard(st.kv_part, st.g.kv_part, 2 * r.kvr, "gathered_kv", &st.g.kv_att);
+  if (!Functional()) return PhaseOutput{};
+  return MovementOutput(std::move(actual), std::move(moved), AsDoubles(golden));
 }
 
-// This step's K and V rows [cache_rows, d] of KV head kv: the rank's own, or (G > 1) those the
-// batch shard brought from the group member holding kv.
-std::pair<TensorView, TensorView> NewKv(const DecodeRank& r, const DecodeState& st, int64_t kv) {
+// This step's K and V rows [cache_rows, d] of KV head kv in `kv_part` (the rank's own) or, for a
+// KV head another member of the group holds (G > 1), in `kv_att` (what the batch shard brought).
+std::pair<TensorView, TensorView> NewKv(const DecodeRank& r, const TensorView& kv_part,
+                                        const TensorView& kv_att, int64_t kv) {
   if (kv >= r.kv0 && kv < r.kv0 + r.kvr) {
     auto row = [&](int64_t head) {
-      return st.kv_part.select(0, head).select(1, 0).slice(0, r.row0, r.row0 + r.cache_rows);
+      return kv_part.select(0, head).select(1, 0).slice(0, r.row0, r.row0 + r.cache_rows);
     };
     return {row(kv - r.kv0), row(r.kvr + kv - r.kv0)};
   }
@@ -126,7 +164,7 @@ std::pair<TensorView, TensorView> NewKv(const DecodeRank& r, const DecodeState& 
   int64_t j = 0;  // the group member holding kv
   while (plan.first_kv_head(r.group_first + static_cast<int>(j)) + r.kvr <= kv) ++j;
   const int64_t base = j * 2 * r.kvr + (kv - plan.first_kv_head(r.group_first + static_cast<int>(j)));
-  return {st.kv_att.select(0, base), st.kv_att.select(0, base + r.kvr)};
+  return {kv_att.select(0, base), kv_att.select(0, base + r.kvr)};
 }
 
 // The append is a copy: position t_now - 1 of both caches must now hold this step's rows bit for
@@ -147,15 +185,46 @@ void CheckAppend(const TensorView& k_now, const TensorView& v_now, const TensorV
   }
 }
 
+// Rows of a batch block whose golden attention is worked out at a time: their golden caches
+// ([rows, d, T] and [rows, T, d] fp32) take 2 x 4 MiB at T 1025, d 128.
+constexpr int64_t kGoldenAttentionRows = 8;
+
+// The golden attention of KV head index i (KV head kv) for Q heads [lo, hi) of the rank's
+// attended heads: the reference over the golden caches, which hold the cache's original
+// positions and, after them, the golden rows steps 0 .. step appended.
+void GoldenAttention(DecodeRank& r, DecodeState& st, size_t i, int64_t kv, int64_t lo, int64_t hi) {
+  const auto [new_k, new_v] = NewKv(r, st.g.kv_part, st.g.kv_att, kv);
+  TensorView& gk = r.golden_k[st.layer][i];
+  TensorView& gv = r.golden_v[st.layer][i];
+  gk.select(2, st.step).FromFloats(new_k.ToFloats());
+  gv.select(1, st.step).FromFloats(new_v.ToFloats());
+  const int64_t appended = st.step + 1;
+  for (int64_t b0 = 0; b0 < r.cache_rows; b0 += kGoldenAttentionRows) {
+    const int64_t b1 = std::min(r.cache_rows, b0 + kGoldenAttentionRows), nb = b1 - b0;
+    TensorView k = TensorView::Create({nb, r.d, st.t_now}, DType::kFloat32, "k_golden");
+    TensorView v = TensorView::Create({nb, st.t_now, r.d}, DType::kFloat32, "v_golden");
+    k.slice(2, 0, r.cached).FromFloats(r.k_cache[st.layer][i].slice(0, b0, b1).slice(2, 0, r.cached).ToFloats());
+    v.slice(1, 0, r.cached).FromFloats(r.v_cache[st.layer][i].slice(0, b0, b1).slice(1, 0, r.cached).ToFloats());
+    k.slice(2, r.cached, st.t_now).FromFloats(gk.slice(0, b0, b1).slice(2, 0, appended).ToFloats());
+    v.slice(1, r.cached, st.t_now).FromFloats(gv.slice(0, b0, b1).slice(1, 0, appended).ToFloats());
+    const std::vector<double> ref =
+        reference::AttentionTkgRef(st.g.q_att.slice(0, lo, hi).slice(1, b0, b1), k, v);
+    st.g.attention.slice(0, lo, hi).slice(1, b0, b1).FromFloats(std::vector<float>(ref.begin(), ref.end()));
+  }
+}
+
 // 3. Attention per KV head; the kernel appends this step's K / V rows at position t_now - 1.
 PhaseOutput AttentionPhase(DecodeRank& r, DecodeState& st) {
   st.attention = TensorView::Create({r.att_nq, r.cache_rows, r.d}, r.dt, "attention_out");
+  if (Functional()) {
+    st.g.attention = TensorView::Create({r.att_nq, r.cache_rows, r.d}, DType::kFloat32, "attention_golden");
+  }
   std::vector<TensorView>& k_cache = r.k_cache[st.layer];
   std::vector<TensorView>& v_cache = r.v_cache[st.layer];
   std::vector<double> golden;
   for (size_t i = 0; i < r.kv_heads.size(); ++i) {
     const int64_t kv = r.kv_heads[i];
-    const auto [new_k, new_v] = NewKv(r, st, kv);
+    const auto [new_k, new_v] = NewKv(r, st.kv_part, st.kv_att, kv);
     const int64_t lo = std::max(r.att_q0, kv * r.qpk) - r.att_q0;
     const int64_t hi = std::min(r.att_q0 + r.att_nq, (kv + 1) * r.qpk) - r.att_q0;
     const kernels::AttentionTkgParams params{st.q_att.slice(0, lo, hi),
@@ -167,10 +236,26 @@ PhaseOutput AttentionPhase(DecodeRank& r, DecodeState& st) {
                 new_v, kv, st.t_now - 1);
     const std::vector<double> ref = reference::AttentionTkgRef(params.q, params.k_cache, params.v_cache);
     golden.insert(golden.end(), ref.begin(), ref.end());
+    GoldenAttention(r, st, i, kv, lo, hi);
   }
   st.heads_rows = st.attention;  // G = 1: already [hpr, B, d]
+  st.g.heads_rows = st.g.attention;
   if (!Functional()) return PhaseOutput{};
-  return PhaseOutput{st.attention.ToFloats(), std::move(golden), {}};
+  std::vector<float> actual = st.attention.ToFloats();
+  return PhaseOutput{actual, std::move(golden), {}, ChainCheck(actual, AsDoubles(st.g.attention.ToFloats()))};
+}
+
+// What the all_to_all leaves on this rank of the group's [member][G hpr][rows][d] `all`: its heads
+// for every row block, [G (row blocks), hpr, rows, d].
+std::vector<float> UnshardedRows(const DecodeRank& r, const std::vector<std::byte>& all, DType dtype) {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(r.g * r.hpr * r.rows * r.d));
+  for (int64_t i = 0; i < r.g; ++i) {
+    for (int64_t k = 0; k < r.hpr * r.rows * r.d; ++k) {
+      out.push_back(ElementAt(all, dtype, (i * r.g * r.hpr + r.gpos * r.hpr) * r.rows * r.d + k));
+    }
+  }
+  return out;
 }
 
 // 4. TP/G x DP G -> TP: the rank's heads for all B rows, [G (row blocks), hpr, rows, d].
@@ -179,54 +264,72 @@ PhaseOutput UnshardPhase(DecodeRank& r, DecodeState& st) {
   collectives::all_to_all(r.run.ctx, *r.dpg, st.attention.reshape({r.g, r.hpr * r.rows * r.d}),
                           st.heads_rows);
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  const std::vector<std::byte> all = RawGather(*r.dpg, st.attention);  // [member][G hpr][rows][d]
-  std::vector<double> golden;
-  for (int64_t i = 0; i < r.g; ++i) {
-    for (int64_t k = 0; k < r.hpr * r.rows * r.d; ++k) {
-      golden.push_back(ElementAt(all, r.dt, (i * r.g * r.hpr + r.gpos * r.hpr) * r.rows * r.d + k));
-    }
-  }
-  return PhaseOutput{st.heads_rows.ToFloats(), std::move(golden), {}};
+  std::vector<float> golden = UnshardedRows(r, RawGather(*r.dpg, st.g.attention), DType::kFloat32);
+  st.g.heads_rows = GoldenTensor({r.g, r.hpr * r.rows * r.d}, golden, "unshard_golden");
+  return MovementOutput(st.heads_rows.ToFloats(), UnshardedRows(r, RawGather(*r.dpg, st.attention), r.dt),
+                        AsDoubles(golden));
 }
 
-// 5. o_proj TKG: attention [D, B, N = hpr, S = 1] @ the W_o rows of the heads -> [B, H].
+// The o_proj kernel's input [D, B, N = hpr, S = 1] of the rank's heads for all rows `heads_rows`
+// (G = 1: [hpr, B, d]; G > 1: [G, hpr, rows, d]), into `dbns` by `copy`.
+template <typename Copy>
+void ToDbns(const DecodeRank& r, const TensorView& dbns, const TensorView& heads_rows, Copy copy) {
+  if (r.dp) {
+    copy(dbns.reshape({r.d, r.g, r.rows, r.hpr}),
+         heads_rows.reshape({r.g, r.hpr, r.rows, r.d}).permute({3, 0, 2, 1}));
+  } else {
+    copy(dbns.reshape({r.d, r.b, r.hpr}), heads_rows.permute({2, 1, 0}));
+  }
+}
+
+// 5. o_proj TKG: attention [D, B, N = hpr, S = 1] @ the W_o rows of the heads -> [B, H]; its
+// golden partials summed over the TP group into the all-reduce's golden.
 PhaseOutput OprojPhase(DecodeRank& r, DecodeState& st) {
   TensorView attention_dbns = TensorView::Create({r.d, r.b, r.hpr, 1}, r.dt, "attention_dbns");
-  if (r.dp) {
-    DmaOnCore0(r.lnc(), attention_dbns.reshape({r.d, r.g, r.rows, r.hpr}),
-               st.heads_rows.reshape({r.g, r.hpr, r.rows, r.d}).permute({3, 0, 2, 1}));
-  } else {
-    DmaOnCore0(r.lnc(), attention_dbns.reshape({r.d, r.b, r.hpr}), st.heads_rows.permute({2, 1, 0}));
-  }
+  ToDbns(r, attention_dbns, st.heads_rows,
+         [&](const TensorView& dst, const TensorView& src) { DmaOnCore0(r.lnc(), dst, src); });
   kernels::OutputProjectionTkgParams params;
   params.attention = attention_dbns;
   params.weight = r.run.shared.layers[st.layer].w_o;
   st.partial = kernels::OutputProjectionTkg(r.lnc(), params);
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  TensorView golden_dbns = TensorView::Create({r.d, r.b, r.hpr, 1}, DType::kFloat32, "attention_dbns_golden");
+  ToDbns(r, golden_dbns, st.g.heads_rows,
+         [](const TensorView& dst, const TensorView& src) { dst.FromFloats(src.ToFloats()); });
   reference::OprojRefInputs ref;
   ref.weight = params.weight;
-  return PhaseOutput{st.partial.ToFloats(),
-                     AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref)), {}};
+  std::vector<double> golden = AsDoubles(reference::OutputProjectionTkgRef(golden_dbns, ref));
+  st.g.attention_sum = GroupGolden(r.run.ctx.group(kTpGroups), r.b, r.h);
+  st.g.attention_sum.AddGroupSum(0, r.b, golden);
+  std::vector<float> actual = st.partial.ToFloats();
+  return PhaseOutput{actual, AsDoubles(reference::OutputProjectionTkgRef(attention_dbns, ref)), {},
+                     ChainCheck(actual, std::move(golden))};
 }
 
 bool LastLayer(const DecodeRank& r, const DecodeState& st) { return st.layer + 1 == r.layers; }
 
 // 6. The TP sum of the o_proj partials; with attention_only it is the layer's output.
 PhaseOutput AllReducePhase(DecodeRank& r, DecodeState& st) {
-  CheckedSum sum = TpAllReduce(r.run, st.partial, "o_proj_total", !r.mlp && LastLayer(r, st), st.step);
+  CheckedSum sum = TpAllReduce(r.run, st.partial, st.g.attention_sum, "o_proj_total",
+                               !r.mlp && LastLayer(r, st), st.step);
   st.attention_sum = sum.total.reshape({r.b, 1, r.h});
   st.out = st.attention_sum;
+  st.g.out = st.g.attention_sum;
   return std::move(sum.output);
 }
 
 // 7. MLP TKG: x + attention stored as the residual stream, norm, gate / up / down -> [B, 1, H].
 PhaseOutput MlpPhase(DecodeRank& r, DecodeState& st) {
-  return MlpLayerPhase(r.run, st.layer, st.attention_sum, st.x, &st.mlp_partial, &st.fused_hidden);
+  PhaseOutput phase = MlpLayerPhase(r.run, st.layer, st.attention_sum, st.x, st.g.attention_sum,
+                                    st.g.x, &st.mlp);
+  st.mlp_partial = st.mlp.partial;
+  st.fused_hidden = st.mlp.fused_hidden;
+  return phase;
 }
 
 // 8. The TP sum of the MLP partials.
 PhaseOutput MlpAllReducePhase(DecodeRank& r, DecodeState& st) {
-  CheckedSum sum = TpAllReduce(r.run, st.mlp_partial, "mlp_total", false, st.step);
+  CheckedSum sum = TpAllReduce(r.run, st.mlp_partial, st.mlp.golden_sum, "mlp_total", false, st.step);
   st.mlp_sum = sum.total;
   return std::move(sum.output);
 }
@@ -239,7 +342,8 @@ PhaseOutput ResidualPhase(DecodeRank& r, DecodeState& st) {
       RecordLayerSample(r.run.result, r.run.plan.name, r.replica, step, r.b * r.h, first, values);
     };
   }
-  return ResidualLayerPhase(r.run, st.fused_hidden, st.mlp_sum, &st.out, sample);
+  return ResidualLayerPhase(r.run, st.fused_hidden, st.mlp_sum, st.mlp.golden_fused, st.mlp.golden_sum,
+                            &st.out, &st.g.out, sample);
 }
 
 struct DecodePhase {
@@ -312,6 +416,8 @@ int64_t MakeCaches(DecodeRank& r) {
   int64_t bytes = 0;
   r.k_cache.resize(static_cast<size_t>(r.layers));
   r.v_cache.resize(static_cast<size_t>(r.layers));
+  r.golden_k.resize(static_cast<size_t>(r.layers));
+  r.golden_v.resize(static_cast<size_t>(r.layers));
   for (int l = 0; l < r.layers; ++l) {
     for (int kv : r.kv_heads) {
       auto global = [&](int64_t row, int64_t t, int64_t k) {
@@ -327,6 +433,9 @@ int64_t MakeCaches(DecodeRank& r) {
                                      return global(q / r.capacity, q % r.capacity, k);
                                    }));
       bytes += r.k_cache[l].back().size_bytes() + r.v_cache[l].back().size_bytes();
+      if (!Functional()) continue;  // no goldens
+      r.golden_k[l].push_back(TensorView::Create({r.cache_rows, r.d, r.steps}, DType::kFloat32, "k_golden_rows"));
+      r.golden_v[l].push_back(TensorView::Create({r.cache_rows, r.steps, r.d}, DType::kFloat32, "v_golden_rows"));
     }
   }
   return bytes;
@@ -342,18 +451,24 @@ ScenarioFootprint RunDecode(PlanRun& run) {
   for (const LayerWeights& w : run.shared.layers) footprint.weight_bytes += w.bytes();
   for (int s = 0; s < r.steps; ++s) {
     TensorView x = run.shared.x[static_cast<size_t>(s)];
+    GroupGolden golden_x;  // the layer input's golden: the step's input, then each layer's output
+    if (Functional()) golden_x = GroupGolden::FromLocal(run.ctx.group(kTpGroups), x);
     for (int l = 0; l < r.layers; ++l) {
       DecodeState st;
       st.layer = l;
       st.step = s;
       st.t_now = r.cached + s + 1;
       st.x = x;
+      st.corrupted = Functional() && run.runner.CorruptsInput(PhaseName("qkv", l, r.layers, s, r.steps));
+      if (st.corrupted) st.x = CorruptedInput(x);
+      st.g.x = golden_x;
       for (const DecodePhase& phase : kDecodePhases) {
         if (!phase.applies(r)) continue;
         run.runner.Run(PhaseName(phase.name, l, r.layers, s, r.steps),
                        [&] { return phase.run(r, st); });
       }
       x = st.out;  // layer l's output is layer l + 1's input
+      golden_x = st.g.out;
     }
   }
   return footprint;

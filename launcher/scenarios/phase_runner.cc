@@ -65,6 +65,12 @@ void PhaseRunner::Progress(const std::string& phase, bool done) {
   sink_(m);
 }
 
+bool PhaseRunner::CorruptsInput(const std::string& name) const {
+  const proto::Fault& f = spec_.fault();
+  return f.kind() == proto::Fault::CORRUPT_INPUT && static_cast<int>(f.rank()) == rank_ &&
+         (f.phase() == name || f.phase() == PhaseBase(name));
+}
+
 void PhaseRunner::InjectFault(const std::string& phase) {
   const proto::Fault& f = spec_.fault();
   if (f.kind() == proto::Fault::NONE || static_cast<int>(f.rank()) != rank_ ||
@@ -100,8 +106,17 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   const reference::Tolerance tolerance =
       tol == spec_.tolerances().end() ? reference::Tolerance{0, 0}
                                       : reference::Tolerance{tol->second.atol(), tol->second.rtol()};
-  const reference::Comparison check =
-      out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
+  const reference::Tolerance chain_tolerance{spec_.chain_tolerance().atol(),
+                                             spec_.chain_tolerance().rtol()};
+  std::pair<reference::Comparison, reference::Comparison> both;
+  if (out.both) {
+    both = out.both(tolerance, chain_tolerance);
+  } else {
+    both.first = out.check ? out.check(tolerance) : reference::Compare(out.actual, out.golden, tolerance);
+    if (out.chain) both.second = out.chain(chain_tolerance);
+  }
+  const reference::Comparison& check = both.first;
+  const reference::Comparison& chain = both.second;
   // Host time includes the check: a streamed check computes its golden there.
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
@@ -113,6 +128,9 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   r.set_failures(check.failures);
   r.set_max_abs_error(check.max_abs_error);
   r.set_max_rel_error(check.max_rel_error);
+  r.set_chain_max_abs_error(chain.max_abs_error);
+  r.set_chain_bound(chain.bound);
+  r.set_chain_failures(chain.failures);
   r.set_sim_ns(lnc_.now() - sim_start);
   r.set_start_ns(sim_start);
   r.set_end_ns(lnc_.now());

@@ -14,13 +14,24 @@
 
 namespace nkisim::launcher {
 
-// What a phase hands back for checking: its output and the golden, flattened alike; or, for an
-// output too large to hold twice, `check`, which the runner calls with the phase's tolerance
-// instead (it compares in blocks through a reference::StreamingCompare and returns the result).
+// What a phase hands back for checking, twice:
+//   * against its plain reference applied to its own (simulated) inputs, at the phase's
+//     tolerance: its output and that golden, flattened alike; or, for an output too large to hold
+//     twice, `check`, which the runner calls with the phase's tolerance instead (it compares in
+//     blocks through a reference::StreamingCompare and returns the result);
+//   * against the golden of the whole layer chain (golden_chain.h): `chain`, called with the
+//     scenario's chain_tolerance (absent in timing-only runs);
+// or `both`, which makes the two comparisons in one pass (one reference call on the simulated and
+// the golden rows stacked) and is called with both tolerances instead.
 struct PhaseOutput {
+  using Check = std::function<reference::Comparison(const reference::Tolerance&)>;
   std::vector<float> actual;
   std::vector<double> golden;
-  std::function<reference::Comparison(const reference::Tolerance&)> check;
+  Check check;
+  Check chain;
+  std::function<std::pair<reference::Comparison, reference::Comparison>(
+      const reference::Tolerance& local, const reference::Tolerance& chain)>
+      both;
 };
 
 // Where the runner reports progress: the control-plane client in a job, a recorder in tests.
@@ -33,8 +44,12 @@ class PhaseRunner {
   PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::string scenario,
               const proto::Scenario& spec, proto::RankResult& result);
 
-  // Runs `body` as phase `name`. Throws what the body throws (after the fault, if any, fires).
+  // Runs `body` as phase `name`; the phase passes when both of its checks do. Throws what the
+  // body throws (after the fault, if any, fires).
   void Run(const std::string& name, const std::function<PhaseOutput()>& body);
+  // Whether the scenario's CORRUPT_INPUT fault targets phase `name` on this rank: then the
+  // workload hands the phase a corrupted input (CorruptedInput, workload.h).
+  bool CorruptsInput(const std::string& name) const;
   // The phase now running as "scenario/phase" ("" between phases), for error reports.
   std::string current() const { return current_.empty() ? "" : scenario_ + "/" + current_; }
 

@@ -52,6 +52,10 @@ void FillDefaults(proto::Scenario& s) {
   } else if (s.model().norm().empty()) {
     s.mutable_model()->set_norm("rms");
   }
+  if (!s.has_chain_tolerance()) {
+    s.mutable_chain_tolerance()->set_atol(1e-5);
+    s.mutable_chain_tolerance()->set_rtol(0.1);
+  }
   proto::ControlPlane& c = *s.mutable_control();
   if (c.host().empty()) c.set_host("127.0.0.1");
   if (c.stall_timeout_s() == 0) c.set_stall_timeout_s(30);
@@ -128,6 +132,11 @@ void CheckFields(const proto::Scenario& s, ProblemList& problems) {
       problems.push_back(StrCat("tolerances['", phase, "']: atol ", t.atol(), " and rtol ",
                                 t.rtol(), " must be in [0, 1e6] (a wider tolerance checks nothing)"));
     }
+  }
+  const proto::Tolerance& chain = s.chain_tolerance();
+  if (!(chain.atol() >= 0 && chain.atol() <= kMaxTolerance && chain.rtol() >= 0 && chain.rtol() <= kMaxTolerance)) {
+    problems.push_back(StrCat("chain_tolerance: atol ", chain.atol(), " and rtol ", chain.rtol(),
+                              " must be in [0, 1e6] (a wider tolerance checks nothing)"));
   }
 }
 
@@ -441,6 +450,19 @@ void ResolvePlan(const ResolvedScenario& r, const proto::Plan& p, ProblemList& p
   plans.push_back(std::move(plan));
 }
 
+// Whether a job of `s` runs a phase named `name` ("qkv.L2[3]": some layer and step of it).
+bool RunsPhase(const proto::Scenario& s, const std::string& name) {
+  const std::string base = PhaseBase(name);
+  const int layers = static_cast<int>(std::clamp(s.layers(), 1u, 4096u));
+  const int steps = s.workload() == "prefill" ? 1 : static_cast<int>(std::clamp(s.steps(), 1u, 4096u));
+  for (int l = 0; l < layers; ++l) {
+    for (int k = 0; k < steps; ++k) {
+      if (PhaseName(base.c_str(), l, layers, k, steps) == name) return true;
+    }
+  }
+  return false;
+}
+
 void Check(ResolvedScenario& r, ProblemList& problems) {
   const proto::Scenario& s = r.spec;
   CheckFields(s, problems);
@@ -478,11 +500,18 @@ void Check(ResolvedScenario& r, ProblemList& problems) {
     }
     const std::vector<std::string> phases = r.workload == Workload::kDecode ? DecodePhases()
                                                                             : PrefillPhases();
-    if (std::find(phases.begin(), phases.end(), f.phase()) == phases.end()) {
+    if (f.kind() == proto::Fault::CORRUPT_INPUT && PhaseBase(f.phase()) != "qkv") {
+      problems.push_back(StrCat("fault.phase: '", f.phase(), "': CORRUPT_INPUT corrupts the layer input ",
+                                "a qkv phase reads (\"qkv\", \"qkv.L2\", ...)"));
+    } else if (std::find(phases.begin(), phases.end(), PhaseBase(f.phase())) == phases.end()) {
       std::string names;
       for (const std::string& n : phases) names += (names.empty() ? "" : ", ") + n;
       problems.push_back(StrCat("fault.phase: '", f.phase(), "' is not a phase of the ",
                                 s.workload(), " workload (", names, ")"));
+    } else if (f.phase() != PhaseBase(f.phase()) && !RunsPhase(s, f.phase())) {
+      problems.push_back(StrCat("fault.phase: '", f.phase(), "' is not a phase this job runs (layers: ",
+                                std::max(1u, s.layers()), ", steps: ", std::max(1u, s.steps()),
+                                "; names as \"qkv.L2\", \"qkv[3]\", \"qkv.L2[3]\")"));
     }
   }
 }
@@ -508,6 +537,13 @@ std::vector<std::string> PhaseNames(Workload workload) {
 }
 
 std::string PhaseBase(const std::string& phase) { return phase.substr(0, phase.find_first_of(".[")); }
+
+std::string PhaseName(const char* phase, int layer, int layers, int step, int steps) {
+  std::string name = phase;
+  if (layers > 1) name += StrCat(".L", layer + 1);
+  if (steps > 1) name += StrCat("[", step + 1, "]");
+  return name;
+}
 
 proto::Tolerance ResolvedScenario::tolerance(const std::string& phase) const {
   const std::string base = PhaseBase(phase);

@@ -68,6 +68,8 @@ struct ResolvedScenario {
 // A phase's name without its layer and step ("qkv.L2[3]" -> "qkv"): what tolerances and faults
 // name.
 std::string PhaseBase(const std::string& phase);
+// "qkv" for one layer and one step; "qkv.L2" for layer 2 of several; "qkv.L2[3]" at step 3.
+std::string PhaseName(const char* phase, int layer, int layers, int step, int steps);
 
 // Phase names of a workload, in order ("qkv", "batch_shard", ...).
 std::vector<std::string> PhaseNames(Workload workload);

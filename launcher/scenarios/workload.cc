@@ -3,11 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "collectives/collectives.h"
 #include "kernels/common/residual_add.h"
 #include "kernels/reference/mlp_ref.h"
+#include "kernels/reference/qkv_ref.h"
 #include "runtime/error.h"
 #include "runtime/nisa/dma.h"
 
@@ -41,13 +43,6 @@ int64_t LayerWeights::bytes() const {
 
 std::string LayerTensorName(const char* name, int layer) {
   return layer == 0 ? std::string(name) : StrCat(name, "@L", layer + 1);
-}
-
-std::string PhaseName(const char* phase, int layer, int layers, int step, int steps) {
-  std::string name = phase;
-  if (layers > 1) name += StrCat(".L", layer + 1);
-  if (steps > 1) name += StrCat("[", step + 1, "]");
-  return name;
 }
 
 namespace {
@@ -167,90 +162,175 @@ TensorView RowsOf(const TensorView& t, int64_t r0, int64_t r1) {
 }
 
 // fp64 sum of two tensors' stored values, element by element.
-std::vector<double> SumOf(const TensorView& a, const TensorView& b) {
+std::vector<double> StoredSum(const TensorView& a, const TensorView& b) {
   const std::vector<float> x = a.ToFloats(), y = b.ToFloats();
   std::vector<double> out(x.size());
   for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i]) + y[i];
   return out;
 }
 
+// One phase's two comparisons as one: counts added, the worst of each maximum (the bound shown is
+// the larger; each part was held to its own).
+reference::Comparison Merged(const reference::Comparison& a, const reference::Comparison& b) {
+  reference::Comparison c = a;
+  c.elements += b.elements;
+  c.failures += b.failures;
+  if (b.max_abs_error > a.max_abs_error) {
+    c.max_abs_error = b.max_abs_error;
+    c.worst_index = b.worst_index < 0 ? -1 : a.elements + b.worst_index;
+  }
+  c.max_rel_error = std::max(a.max_rel_error, b.max_rel_error);
+  c.bound = std::max(a.bound, b.bound);
+  return c;
+}
+
 }  // namespace
 
-PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
-                          const TensorView& layer_input, TensorView* partial,
-                          TensorView* fused_hidden) {
-  const kernels::MlpParams params = RankMlpParams(run, layer, attention_sum, layer_input);
-  const kernels::MlpResult result = kernels::Mlp(run.ctx.lnc(), params);
-  *partial = result.output;
-  *fused_hidden = result.fused_hidden;
-  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
-  // The output, then the residual stream, checked a block of token rows at a time (the MLP is
-  // row-wise, so a block's golden needs only its rows).
-  PhaseOutput out;
-  out.check = [params, output = *partial, fused = *fused_hidden](const reference::Tolerance& tol) {
-    const int64_t h = output.shape().back(), rows = output.numel() / h;
-    reference::StreamingCompare compare(tol);
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      kernels::MlpParams block = params;
-      block.hidden = RowsOf(params.hidden, r0, r1);
-      block.residual = RowsOf(params.residual, r0, r1);
-      const reference::MlpGolden golden = reference::MlpReference(block);
-      const std::vector<float> actual = RowsOf(output, r0, r1).ToFloats();
-      compare.Add(r0 * h, actual.data(), golden.output.data(), static_cast<int64_t>(actual.size()));
+TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_t b, int64_t s,
+                     const TensorView& cos_cache, const TensorView& sin_cache) {
+  const int64_t h = x.h(), heads = run.plan.heads_per_rank + 2 * run.plan.kv_per_rank;
+  const int64_t d = run.scenario.spec.model().d_head();
+  TensorView golden = TensorView::Create({heads, b, s, d}, DType::kFloat32, "qkv_golden");
+  ForRowBlocks(b, s, kCheckRows, [&](int64_t b0, int64_t b1, int64_t s0, int64_t s1) {
+    const TensorView input =
+        x.RowsTensor(b0 * s + s0, (b1 - 1) * s + s1, {b1 - b0, s1 - s0, h}, "qkv_golden_input");
+    kernels::QkvParams params = RankQkvParams(run, layer, input);
+    if (cos_cache.valid()) {
+      params.fused_rope = true;
+      params.cos_cache = cos_cache.slice(0, b0, b1).slice(1, s0, s1);
+      params.sin_cache = sin_cache.slice(0, b0, b1).slice(1, s0, s1);
     }
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = SumOf(RowsOf(params.hidden, r0, r1), RowsOf(params.residual, r0, r1));
-      const std::vector<float> actual = RowsOf(fused, r0, r1).ToFloats();
-      compare.Add((rows + r0) * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
-    }
-    return compare.Finish();
+    golden.slice(1, b0, b1).slice(2, s0, s1).FromFloats(reference::QkvReference(params).output);
+  });
+  return golden;
+}
+
+ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden) {
+  return [actual = std::move(actual), golden = std::move(golden)](const reference::Tolerance& tol) {
+    return reference::Compare(actual, golden, tol);
   };
+}
+
+PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
+                           std::vector<double> golden) {
+  PhaseOutput out;
+  out.chain = ChainCheck(actual, std::move(golden));
+  out.golden = AsDoubles(moved);
+  out.actual = std::move(actual);
   return out;
 }
 
+PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
+                          const TensorView& layer_input, const GroupGolden& golden_attention_sum,
+                          const GroupGolden& golden_input, MlpLayerOut* out) {
+  const kernels::MlpParams params = RankMlpParams(run, layer, attention_sum, layer_input);
+  const kernels::MlpResult result = kernels::Mlp(run.ctx.lnc(), params);
+  out->partial = result.output;
+  out->fused_hidden = result.fused_hidden;
+  if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  out->golden_fused = SumOf(golden_input, golden_attention_sum);
+  out->golden_sum = GroupGolden(run.ctx.group(kTpGroups), golden_input.rows(), golden_input.h());
+  // The output, and the residual stream, a block of token rows at a time (the MLP is row-wise, so
+  // a block's golden needs only its rows). Each block's reference runs once, on the block's
+  // simulated rows and its golden rows stacked ([2n, H]): the weights are converted once.
+  PhaseOutput phase;
+  phase.both = [params, out, &golden_attention_sum, &golden_input](const reference::Tolerance& tol,
+                                                                    const reference::Tolerance& chain_tol) {
+    const int64_t h = out->partial.shape().back(), rows = out->partial.numel() / h;
+    reference::StreamingCompare output(tol), fused(tol), chain_output(chain_tol), chain_fused(chain_tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows), n = r1 - r0;
+      kernels::MlpParams block = params;
+      block.hidden = TensorView::Create({1, 2 * n, h}, DType::kFloat32, "mlp_check_hidden");
+      block.residual = TensorView::Create({1, 2 * n, h}, DType::kFloat32, "mlp_check_residual");
+      block.hidden.slice(1, 0, n).FromFloats(RowsOf(params.hidden, r0, r1).ToFloats());
+      block.residual.slice(1, 0, n).FromFloats(RowsOf(params.residual, r0, r1).ToFloats());
+      block.hidden.slice(1, n, 2 * n).FromFloats(golden_attention_sum.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
+      block.residual.slice(1, n, 2 * n).FromFloats(golden_input.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
+      const reference::MlpGolden golden = reference::MlpReference(block);
+      const std::vector<float> actual = RowsOf(out->partial, r0, r1).ToFloats();
+      const std::vector<float> stream = RowsOf(out->fused_hidden, r0, r1).ToFloats();
+      const int64_t count = n * h;
+      output.Add(r0 * h, actual.data(), golden.output.data(), count);
+      fused.Add(r0 * h, stream.data(), golden.fused_hidden.data(), count);
+      chain_output.Add(r0 * h, actual.data(), golden.output.data() + count, count);
+      chain_fused.Add(r0 * h, stream.data(), golden.fused_hidden.data() + count, count);
+      out->golden_sum.AddGroupSum(
+          r0, r1, std::vector<double>(golden.output.begin() + count, golden.output.end()));
+    }
+    return std::pair{Merged(output.Finish(), fused.Finish()),
+                     Merged(chain_output.Finish(), chain_fused.Finish())};
+  };
+  return phase;
+}
+
 PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
-                               const TensorView& mlp_sum, TensorView* out,
+                               const TensorView& mlp_sum, const GroupGolden& golden_fused,
+                               const GroupGolden& golden_mlp_sum, TensorView* out,
+                               GroupGolden* golden_out,
                                const std::function<void(int64_t, const std::vector<float>&)>& sample) {
   const int64_t h = fused_hidden.shape().back(), rows = fused_hidden.numel() / h;
   *out = TensorView::Create(fused_hidden.shape(), fused_hidden.dtype(), "layer_out");
   kernels::ResidualAdd(run.ctx.lnc(), fused_hidden.reshape({rows, h}), mlp_sum.reshape({rows, h}),
                        out->reshape({rows, h}));
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
+  *golden_out = SumOf(golden_fused, golden_mlp_sum);
   PhaseOutput check;
   check.check = [fused_hidden, mlp_sum, result = *out, sample, rows, h](const reference::Tolerance& tol) {
     reference::StreamingCompare compare(tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
       const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = SumOf(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
+      const std::vector<double> golden = StoredSum(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
       const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
       compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
       if (sample) sample(r0 * h, actual);
     }
     return compare.Finish();
   };
+  check.chain = [golden_out, result = *out, rows, h](const reference::Tolerance& tol) {
+    reference::StreamingCompare compare(tol);
+    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
+      const int64_t r1 = std::min(rows, r0 + kCheckRows);
+      const std::vector<double> golden = golden_out->Rows(r0, r1);
+      const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
+      compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+    }
+    return compare.Finish();
+  };
   return check;
 }
 
-CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,
-                       int step) {
+CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const GroupGolden& golden,
+                       const char* name, bool record, int step) {
   const collectives::GroupComm& tp = run.ctx.group(kTpGroups);
   CheckedSum out;
   out.total = TensorView::Create(partial.shape(), partial.dtype(), name);
   collectives::all_reduce(run.ctx, tp, partial, out.total);
   if (!Functional()) return out;  // timing-only: nothing to check
   int64_t first = 0;
-  std::vector<double> golden = ReduceScatterGolden(tp, partial, &first);
+  std::vector<double> local = ReduceScatterGolden(tp, partial, &first);
   const int64_t n = partial.numel();
+  if (first != golden.first() || local.size() != golden.block().size()) {
+    Raise(ErrorCode::kInternal, StrCat(name, ": the reference's block [", first, ", +", local.size(),
+                                       ") is not the chain golden's [", golden.first(), ", +",
+                                       golden.block().size(), ")"));
+  }
   std::vector<float> block =  // only this member's block of the sum
-      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(golden.size())).ToFloats();
+      out.total.reshape({n}).slice(0, first, first + static_cast<int64_t>(local.size())).ToFloats();
   if (record) {
     RecordLayerSample(run.result, run.plan.name, run.plan.replica(run.ctx.rank()), step, n, first,
                       block);
   }
-  out.output = PhaseOutput{std::move(block), std::move(golden), {}};
+  out.output = PhaseOutput{block, std::move(local), {}, ChainCheck(block, golden.block())};
   return out;
+}
+
+TensorView CorruptedInput(const TensorView& x) {
+  TensorView copy = TensorView::Create(x.shape(), x.dtype(), x.name() + "_corrupted");
+  std::vector<float> values = x.ToFloats();
+  for (int64_t c = 0; c < x.shape().back(); ++c) values[static_cast<size_t>(c)] = -values[static_cast<size_t>(c)];
+  copy.FromFloats(values);
+  return copy;
 }
 
 std::vector<std::byte> RawGather(const collectives::GroupComm& group, const TensorView& t) {

@@ -2,8 +2,9 @@
 // Every workload
 //   * makes exactly this rank's slice of the global inputs with the counter-based RNG (so a plan
 //     changes what a rank holds, never the values of the layer);
-//   * runs each phase through the PhaseRunner, which checks it against a plain reference applied
-//     to that phase's inputs (kernels/reference; the data movements against raw MPI calls);
+//   * runs each phase through the PhaseRunner, which checks it against the golden of the whole
+//     layer chain (launcher/scenarios/golden_chain.h: each phase's plain reference applied to the
+//     goldens of the phases before it; the data movements also bit for bit against raw MPI calls);
 //   * records samples of the layer output at fixed global indices, so the launcher can check that
 //     every plan of a job computes the same layer (the plan changes cost, not results).
 // Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc).
@@ -18,6 +19,7 @@
 #include "collectives/communicator.h"
 #include "kernels/mlp/mlp.h"
 #include "kernels/qkv/qkv.h"
+#include "launcher/scenarios/golden_chain.h"
 #include "launcher/scenarios/phase_runner.h"
 #include "launcher/scenarios/scenario_config.h"
 #include "proto/control.pb.h"
@@ -41,7 +43,7 @@ struct SharedInputs {
   int tp = 0;  // the TP degree they were made for; 0: none yet
   std::vector<LayerWeights> layers;             // per decoder layer
   std::vector<TensorView> x;                    // layer 0's input, per step (decode) or one (prefill)
-  std::vector<std::vector<double>> qkv_golden;  // layer 0's, per step
+  std::vector<TensorView> qkv_golden;           // layer 0's QKV golden (fp32), per step
 };
 
 struct ScenarioFootprint {
@@ -90,32 +92,65 @@ kernels::QkvParams RankQkvParams(const PlanRun& run, int layer, const TensorView
 kernels::MlpParams RankMlpParams(const PlanRun& run, int layer, const TensorView& attention_sum,
                                  const TensorView& layer_input);
 
+// What the MLP phase hands on, simulated and golden.
+struct MlpLayerOut {
+  TensorView partial;       // the rank's partial output
+  TensorView fused_hidden;  // the residual stream: layer input + the attention block's sum
+  GroupGolden golden_fused;    // its golden
+  GroupGolden golden_sum;      // the golden TP sum of the partials (the MLP all-reduce's golden)
+};
 // The MLP phase of layer `layer`: the MLP kernel on the attention block's TP sum and the layer's
-// input; *partial receives the rank's partial output, *fused_hidden the residual stream (their
-// sum); both are checked against the fp64 golden (reference/mlp_ref.h).
+// input. Checked a block of token rows at a time against the fp64 reference (reference/mlp_ref.h)
+// applied to those inputs, and (chain) applied to the goldens of the attention sum and of the
+// layer input; the chain check also sums the golden partials over the TP group into
+// out->golden_sum (collective: every member's check runs it in the same order).
 PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_sum,
-                          const TensorView& layer_input, TensorView* partial,
-                          TensorView* fused_hidden);
+                          const TensorView& layer_input, const GroupGolden& golden_attention_sum,
+                          const GroupGolden& golden_input, MlpLayerOut* out);
 // The residual phase: *out = fused_hidden + mlp_sum (a new tensor of their shape) on the rank's
-// core, checked against the fp64 sum a block of token rows at a time; `sample`, when given, sees
-// each checked block (its first flat index and values) to record the layer output.
+// core; *golden_out = the sum of their goldens; every row of *out checked against the fp64 sum of
+// the two and (chain) against *golden_out, a block of token rows at a time; `sample`, when given, sees each checked block (its first flat index and
+// values) to record the layer output.
 PhaseOutput ResidualLayerPhase(
-    PlanRun& run, const TensorView& fused_hidden, const TensorView& mlp_sum, TensorView* out,
+    PlanRun& run, const TensorView& fused_hidden, const TensorView& mlp_sum,
+    const GroupGolden& golden_fused, const GroupGolden& golden_mlp_sum, TensorView* out,
+    GroupGolden* golden_out,
     const std::function<void(int64_t, const std::vector<float>&)>& sample = nullptr);
 
-// "qkv" for one layer and one step; "qkv.L2" for layer 2 of several; "qkv.L2[3]" at step 3.
-std::string PhaseName(const char* phase, int layer, int layers, int step, int steps);
+// The golden of the QKV phase of layer `layer` on the golden layer input `x` ([B S, H] rows of a
+// [B, S, H] input): the plain reference applied a block of token rows at a time (with the rows'
+// RoPE tables when given), an fp32 [heads, B, S, d] tensor (NBSd).
+TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_t b, int64_t s,
+                     const TensorView& cos_cache = TensorView(),
+                     const TensorView& sin_cache = TensorView());
+
+// A chain check of `actual` against `golden` (flattened alike): PhaseOutput::chain.
+using ComparisonFn = std::function<reference::Comparison(const reference::Tolerance&)>;
+ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden);
+
+// A data movement's checks: `actual` against `moved` (what the plain MPI call moves of the
+// simulated input; exact by default), and against `golden` (the same movement of the chain's
+// golden).
+PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
+                           std::vector<double> golden);
+
+// A copy of the layer input `x` ([B, S, H]) with token row 0 negated (the CORRUPT_INPUT test
+// fault: a wrong hand-off into the layer).
+TensorView CorruptedInput(const TensorView& x);
+
 // "w_qkv" for layer 0, "w_qkv@L2" for layer 1, ...
 std::string LayerTensorName(const char* name, int layer);
 
-// The TP sum of `partial` over the rank's TP group into a new tensor, checked block by block
-// against a plain fp64 MPI_Reduce_scatter; `record` keeps this block as the layer output sample.
+// The TP sum of `partial` over the rank's TP group into a new tensor; this member's block of it
+// checked against the fp64 MPI_Reduce_scatter of the simulated partials (ReduceScatterGolden) and
+// against its block of `golden` (the chain's golden sum, which the phase that made the partials
+// filled); `record` keeps the block as the layer output sample.
 struct CheckedSum {
   TensorView total;
   PhaseOutput output;
 };
-CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const char* name, bool record,
-                       int step);
+CheckedSum TpAllReduce(PlanRun& run, const TensorView& partial, const GroupGolden& golden,
+                       const char* name, bool record, int step);
 
 // The rank's slice of a global tensor of the counter-based RNG. Seen as rows of its last dim
 // ([numel / shape.back(), shape.back()]), element (row, col) takes the value of global flat index
@@ -156,9 +191,10 @@ void DmaOnCore0(LogicalCore& lnc, const TensorView& dst, const TensorView& src);
 
 // The TP reduction's check: this member's block of the elementwise sum of every member's
 // `partial` over `group`, by plain MPI_Reduce_scatter calls in fp64. Blocks split the flat tensor
-// as evenly as possible, earlier members one element more; `first` receives the block's first
-// index. The blocks are reduced a slice at a time (at most 1 Mi fp64 values sent per call), so no
-// rank holds an fp64 copy of its whole partial. REQUIRES: partial contiguous.
+// as evenly as possible, earlier members one element more (GroupGolden's blocks); `first`
+// receives the block's first index. The blocks are reduced a slice at a time (at most 1 Mi fp64
+// values sent per call), so no rank holds an fp64 copy of its whole partial.
+// REQUIRES: partial contiguous.
 std::vector<double> ReduceScatterGolden(const collectives::GroupComm& group,
                                         const TensorView& partial, int64_t* first);
 

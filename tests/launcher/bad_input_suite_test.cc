@@ -478,6 +478,9 @@ std::vector<Case> Cases() {
   scen("startup_timeout_inf", kScenario + "control { startup_timeout_s: inf }", "control.startup_timeout_s: inf must be in [1, 86400]");
   scen("fault_rank_outside", kScenario + "fault { kind: THROW rank: 99 phase: \"qkv\" }", "fault.rank: 99 is outside the job's 8 ranks");
   scen("fault_phase_unknown", kScenario + "fault { kind: THROW rank: 0 phase: \"nope\" }", "fault.phase: 'nope' is not a phase of the decode workload");
+  scen("chain_tolerance_negative", kScenario + "chain_tolerance { rtol: -1 }", "chain_tolerance: atol 0 and rtol -1 must be in [0, 1e6]");
+  scen("fault_layer_not_run", kScenario + "fault { kind: THROW rank: 0 phase: \"qkv.L2\" }", "fault.phase: 'qkv.L2' is not a phase this job runs (layers: 1, steps: 1");
+  scen("fault_corrupt_not_qkv", kScenario + "fault { kind: CORRUPT_INPUT rank: 0 phase: \"mlp\" }", "fault.phase: 'mlp': CORRUPT_INPUT corrupts the layer input a qkv phase reads");
   scen("plan_tp_zero", "plans { name: \"tp8\" tp: 0 } " + kModel + kRows, "plan 'tp8': tp: 0 must be in [1, 16384]");
   scen("plan_tp_huge", "plans { name: \"tp8\" tp: 99999999 } " + kModel + kRows, "plan 'tp8': tp: 99999999 must be in [1, 16384]");
   scen("plan_lnc_3", "plans { name: \"tp8\" tp: 8 lnc: 3 } " + kModel + kRows, "plan 'tp8': lnc: 3 must be 1 or 2");

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -113,6 +114,52 @@ TEST(LayerE2eTest, LayersChainAndIdenticalLayersTakeIdenticalTimes) {
   EXPECT_GT(sum1, 0);
   EXPECT_GT(std::abs(sum3 - sum1), 1e-6 * sum1);
   EXPECT_THAT(three.output, HasSubstr("x 3 layers"));
+}
+
+// The checks hold every phase to the golden of the whole chain, carried from the original inputs:
+// a wrong hand-off into layer 2 on one rank (its input's row 0 negated: CORRUPT_INPUT) fails that
+// layer's QKV and everything after it, which references applied to each phase's own simulated
+// inputs would all pass, while layer 1 passes throughout. Decode and prefill.
+TEST(LayerE2eTest, AWrongHandOffBetweenLayersFailsTheChainsGolden) {
+  const std::string fault = "fault { kind: CORRUPT_INPUT rank: 3 phase: \"qkv.L2\" }\n";
+  const std::string prefill =
+      "workload: \"prefill\"\nmodel { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 128 "
+      "intermediate: 1024 }\nbatch: 1 seq_len: 256 seed: 12\n";
+  for (const auto& [name, config] :
+       {std::pair<std::string, std::string>{"corrupt_decode", std::string(kLayer) + "layers: 2\nplans { tp: 8 }\n" + fault},
+        {"corrupt_prefill", prefill + "layers: 2\nplans { tp: 4 }\n" + fault}}) {
+    const Job job = RunJob(name, config);
+    EXPECT_NE(job.exit_code, 0) << name << "\n" << job.output;
+    EXPECT_THAT(job.output, HasSubstr("result: FAIL")) << name;
+    ASSERT_TRUE(job.report.contains("scenarios")) << name << "\n" << job.output;
+    const auto phases = Phases(job.report["scenarios"][0]);
+    for (const auto& [phase, p] : phases) {
+      const bool layer2 = phase.find(".L2") != std::string::npos;
+      EXPECT_EQ((*p)["pass"].get<bool>(), !layer2) << name << " " << phase;
+    }
+    ASSERT_TRUE(phases.contains("qkv.L2")) << name;
+    // The reference on the phase's own (corrupted) input passes; the chain's golden does not.
+    EXPECT_EQ(std::stoll((*phases.at("qkv.L2"))["failures"].get<std::string>()), 0) << name;
+    EXPECT_GT(std::stoll((*phases.at("qkv.L2"))["chainFailures"].get<std::string>()), 0) << name;
+    EXPECT_GT((*phases.at("qkv.L2"))["chainWorstRatio"].get<double>(), 5.0) << name;
+  }
+}
+
+// Twelve layers pass both checks; the drift from the chain's golden grows with depth (the residual
+// stream's bf16 roundings add up) and stays well inside the chain tolerance.
+TEST(LayerE2eTest, TwelveChainedLayersPassTheChainsGolden) {
+  const Job job = RunJob("twelve_layers",
+                         "model { hidden: 512 n_q_heads: 8 n_kv_heads: 2 d_head: 64 rms_eps: 1e-6 "
+                         "intermediate: 2048 }\nbatch: 8 kv_length: 64 seed: 7\nlayers: 12\nplans { tp: 8 }\n");
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  const auto phases = Phases(job.report["scenarios"][0]);
+  ASSERT_TRUE(phases.contains("residual.L12"));
+  for (const auto& [phase, p] : phases) EXPECT_TRUE((*p)["pass"].get<bool>()) << phase;
+  const double drift1 = (*phases.at("residual.L1"))["chainWorstRatio"].get<double>();
+  const double drift12 = (*phases.at("residual.L12"))["chainWorstRatio"].get<double>();
+  EXPECT_GT(drift1, 0);
+  EXPECT_GT(drift12, 2 * drift1);
+  EXPECT_LT(drift12, 0.5);
 }
 
 // attention_only keeps the attention block alone.
