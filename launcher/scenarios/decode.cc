@@ -104,13 +104,8 @@ PhaseOutput QkvPhase(DecodeRank& r, DecodeState& st) {
   st.g.q = st.g.qkv_out.slice(0, 0, r.hpr);
   st.g.kv_part = st.g.qkv_out.slice(0, r.hpr, r.hpr + 2 * r.kvr);
   st.g.q_att = st.g.q.reshape({r.hpr, r.b, r.d});
-  std::vector<double> chain = AsDoubles(st.g.qkv_out.ToFloats());
   // Layer 0's own input is the chain's (unless the test fault replaced it): one golden serves both.
-  std::vector<double> local = st.layer == 0 && !st.corrupted
-                                  ? chain
-                                  : AsDoubles(reference::QkvReference(qkv).output);
-  std::vector<float> actual = st.qkv_out.ToFloats();
-  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
+  return QkvOutput(st.qkv_out, st.g.qkv_out, st.layer == 0 && !st.corrupted, qkv);
 }
 
 // What attn_q_batch_shard leaves on this rank of the group's [G][heads][B][d] `all`: G x heads

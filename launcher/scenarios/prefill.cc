@@ -111,13 +111,8 @@ PhaseOutput QkvPhase(PrefillRank& r, PrefillState& st) {
     st.g.qkv_out = QkvGolden(r.run, st.layer, st.g.x, r.b, r.s_len, r.cos_cache, r.sin_cache);
     if (cached != nullptr) *cached = st.g.qkv_out;
   }
-  std::vector<double> chain = AsDoubles(st.g.qkv_out.ToFloats());
   // Layer 0's own input is the chain's (unless the test fault replaced it): one golden serves both.
-  std::vector<double> local = st.layer == 0 && !st.corrupted
-                                  ? chain
-                                  : AsDoubles(reference::QkvReference(qkv).output);
-  std::vector<float> actual = st.qkv_out.ToFloats();
-  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
+  return QkvOutput(st.qkv_out, st.g.qkv_out, st.layer == 0 && !st.corrupted, qkv);
 }
 
 // 2. Causal attention of the rank's heads: out [B, hpr, d, S].
@@ -148,38 +143,25 @@ PhaseOutput OprojPhase(PrefillRank& r, PrefillState& st) {
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
   st.g.attention_sum = GroupGolden(r.tp(), r.tokens(), r.h);
   PhaseOutput out;
-  out.check = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance) {
+  out.both = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance,
+                                                 const reference::Tolerance& chain_tolerance) {
     reference::OprojRefInputs ref;
     ref.weight = weight;
-    reference::StreamingCompare compare(tolerance);
+    reference::StreamingCompare compare(tolerance), chain(chain_tolerance);
     for (int64_t bi = 0; bi < r.b; ++bi) {
       for (int64_t s0 = 0; s0 < r.s_len; s0 += kCheckRows) {
-        const int64_t s1 = std::min(r.s_len, s0 + kCheckRows);
-        const std::vector<float> golden = reference::OutputProjectionCteRef(
-            st.attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
+        const int64_t s1 = std::min(r.s_len, s0 + kCheckRows), first = (bi * r.s_len + s0) * r.h;
         const std::vector<float> actual = st.partial.select(0, bi).slice(0, s0, s1).ToFloats();
-        compare.Add((bi * r.s_len + s0) * r.h, actual.data(), golden.data(),
-                    static_cast<int64_t>(golden.size()));
-      }
-    }
-    return compare.Finish();
-  };
-  out.chain = [&r, &st, weight = params.weight](const reference::Tolerance& tolerance) {
-    reference::OprojRefInputs ref;
-    ref.weight = weight;
-    reference::StreamingCompare compare(tolerance);
-    for (int64_t bi = 0; bi < r.b; ++bi) {
-      for (int64_t s0 = 0; s0 < r.s_len; s0 += kCheckRows) {
-        const int64_t s1 = std::min(r.s_len, s0 + kCheckRows);
+        const std::vector<float> local = reference::OutputProjectionCteRef(
+            st.attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
         const std::vector<float> golden = reference::OutputProjectionCteRef(
             st.g.attention.slice(0, bi, bi + 1).slice(3, s0, s1), ref);
-        const std::vector<float> actual = st.partial.select(0, bi).slice(0, s0, s1).ToFloats();
-        compare.Add((bi * r.s_len + s0) * r.h, actual.data(), golden.data(),
-                    static_cast<int64_t>(golden.size()));
+        compare.Add(first, actual.data(), local.data(), static_cast<int64_t>(local.size()));
+        chain.Add(first, actual.data(), golden.data(), static_cast<int64_t>(golden.size()));
         st.g.attention_sum.AddGroupSum(bi * r.s_len + s0, bi * r.s_len + s1, AsDoubles(golden));
       }
     }
-    return compare.Finish();
+    return std::pair{compare.Finish(), chain.Finish()};
   };
   return out;
 }

@@ -211,6 +211,14 @@ ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden) {
   };
 }
 
+PhaseOutput QkvOutput(const TensorView& output, const TensorView& chain_golden, bool same_input,
+                      const kernels::QkvParams& params) {
+  std::vector<double> chain = AsDoubles(chain_golden.ToFloats());
+  std::vector<double> local = same_input ? chain : AsDoubles(reference::QkvReference(params).output);
+  std::vector<float> actual = output.ToFloats();
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
+}
+
 PhaseOutput MovementOutput(std::vector<float> actual, std::vector<float> moved,
                            std::vector<double> golden) {
   PhaseOutput out;

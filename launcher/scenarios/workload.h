@@ -128,6 +128,11 @@ TensorView QkvGolden(const PlanRun& run, int layer, const GroupGolden& x, int64_
 using ComparisonFn = std::function<reference::Comparison(const reference::Tolerance&)>;
 ComparisonFn ChainCheck(std::vector<float> actual, std::vector<double> golden);
 
+// The QKV phase's checks of `output`: against the reference on `params` (its own input) and
+// against `chain_golden`; `same_input` (the input is the chain's own, layer 0): one golden for both.
+PhaseOutput QkvOutput(const TensorView& output, const TensorView& chain_golden, bool same_input,
+                      const kernels::QkvParams& params);
+
 // A data movement's checks: `actual` against `moved` (what the plain MPI call moves of the
 // simulated input; exact by default), and against `golden` (the same movement of the chain's
 // golden).
