@@ -112,8 +112,4 @@ TensorView GoldenTensor(const Shape& shape, const std::vector<float>& values, co
   return t;
 }
 
-TensorView GoldenCopy(const TensorView& t, const std::string& name) {
-  return GoldenTensor(t.shape(), t.ToFloats(), name);
-}
-
 }  // namespace nkisim::launcher

@@ -71,8 +71,6 @@ GroupGolden SumOf(const GroupGolden& a, const GroupGolden& b);
 // An fp32 tensor of `shape` holding `values` (a golden handed to the next reference).
 TensorView GoldenTensor(const Shape& shape, const std::vector<double>& values, const std::string& name);
 TensorView GoldenTensor(const Shape& shape, const std::vector<float>& values, const std::string& name);
-// An fp32 copy of `t`'s values (any layout, any float dtype), contiguous.
-TensorView GoldenCopy(const TensorView& t, const std::string& name);
 
 // Blocks of at most `max_rows` token rows of a [B, S, ..] tensor that a row-wise reference can
 // take one at a time: with S == 1 (decode) rows of the batch, b in [b0, b1); else positions

@@ -253,8 +253,9 @@ PhaseOutput MlpLayerPhase(PlanRun& run, int layer, const TensorView& attention_s
       block.residual = TensorView::Create({1, 2 * n, h}, DType::kFloat32, "mlp_check_residual");
       block.hidden.slice(1, 0, n).FromFloats(RowsOf(params.hidden, r0, r1).ToFloats());
       block.residual.slice(1, 0, n).FromFloats(RowsOf(params.residual, r0, r1).ToFloats());
-      block.hidden.slice(1, n, 2 * n).FromFloats(golden_attention_sum.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
-      block.residual.slice(1, n, 2 * n).FromFloats(golden_input.RowsTensor(r0, r1, {1, n, h}, "").ToFloats());
+      const std::vector<double> hidden = golden_attention_sum.Rows(r0, r1), input = golden_input.Rows(r0, r1);
+      block.hidden.slice(1, n, 2 * n).FromFloats(std::vector<float>(hidden.begin(), hidden.end()));
+      block.residual.slice(1, n, 2 * n).FromFloats(std::vector<float>(input.begin(), input.end()));
       const reference::MlpGolden golden = reference::MlpReference(block);
       const std::vector<float> actual = RowsOf(out->partial, r0, r1).ToFloats();
       const std::vector<float> stream = RowsOf(out->fused_hidden, r0, r1).ToFloats();
@@ -284,26 +285,18 @@ PhaseOutput ResidualLayerPhase(PlanRun& run, const TensorView& fused_hidden,
   if (!Functional()) return PhaseOutput{};  // timing-only: nothing to check
   *golden_out = SumOf(golden_fused, golden_mlp_sum);
   PhaseOutput check;
-  check.check = [fused_hidden, mlp_sum, result = *out, sample, rows, h](const reference::Tolerance& tol) {
-    reference::StreamingCompare compare(tol);
+  check.both = [fused_hidden, mlp_sum, golden_out, result = *out, sample, rows, h](
+                   const reference::Tolerance& tol, const reference::Tolerance& chain_tol) {
+    reference::StreamingCompare compare(tol), chain(chain_tol);
     for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
       const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = StoredSum(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1));
       const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
-      compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
+      const int64_t n = static_cast<int64_t>(actual.size());
+      compare.Add(r0 * h, actual.data(), StoredSum(RowsOf(fused_hidden, r0, r1), RowsOf(mlp_sum, r0, r1)).data(), n);
+      chain.Add(r0 * h, actual.data(), golden_out->Rows(r0, r1).data(), n);
       if (sample) sample(r0 * h, actual);
     }
-    return compare.Finish();
-  };
-  check.chain = [golden_out, result = *out, rows, h](const reference::Tolerance& tol) {
-    reference::StreamingCompare compare(tol);
-    for (int64_t r0 = 0; r0 < rows; r0 += kCheckRows) {
-      const int64_t r1 = std::min(rows, r0 + kCheckRows);
-      const std::vector<double> golden = golden_out->Rows(r0, r1);
-      const std::vector<float> actual = RowsOf(result, r0, r1).ToFloats();
-      compare.Add(r0 * h, actual.data(), golden.data(), static_cast<int64_t>(actual.size()));
-    }
-    return compare.Finish();
+    return std::pair{compare.Finish(), chain.Finish()};
   };
   return check;
 }
