@@ -139,7 +139,8 @@ std::string MetricsJson(const Metrics& m, const std::string& extra_json_fields) 
   j["steps"] = m.steps;
   j["max_waiting"] = m.max_waiting;
   if (!extra_json_fields.empty()) {
-    for (const auto& [k, v] : nlohmann::ordered_json::parse(extra_json_fields).items()) j[k] = v;
+    const nlohmann::ordered_json extra = nlohmann::ordered_json::parse(extra_json_fields);
+    for (const auto& [k, v] : extra.items()) j[k] = v;
   }
   return j.dump(2) + "\n";
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/error.h"
 
 namespace nkisim::serving {
@@ -73,6 +75,42 @@ void CheckStepCostTable(const StepCostTable& t) {
   }
   CheckMs(t.host_ms_per_step, "host_ms_per_step");
   if (t.kv_blocks < 0) Raise(ErrorCode::kBadConfig, StrCat("kv_blocks: ", t.kv_blocks, ": must be >= 0"));
+}
+
+std::string StepCostTableJson(const StepCostTable& t) {
+  nlohmann::ordered_json j;
+  j["plan"] = t.plan;
+  j["context_encoding_buckets"] = t.prefill_buckets;
+  j["prefill_ms"] = t.prefill_ms;
+  j["batch_buckets"] = t.batch_buckets;
+  j["token_generation_buckets"] = t.kv_buckets;
+  j["decode_ms"] = t.decode_ms;
+  j["host_ms_per_step"] = t.host_ms_per_step;
+  j["kv_blocks"] = t.kv_blocks;
+  return j.dump(2) + "\n";
+}
+
+StepCostTable ParseStepCostTable(const std::string& text, const std::string& source) {
+  StepCostTable t;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    t.plan = j.value("plan", std::string());
+    t.prefill_buckets = j.at("context_encoding_buckets").get<std::vector<int>>();
+    t.prefill_ms = j.at("prefill_ms").get<std::vector<double>>();
+    t.batch_buckets = j.at("batch_buckets").get<std::vector<int>>();
+    t.kv_buckets = j.at("token_generation_buckets").get<std::vector<int>>();
+    t.decode_ms = j.at("decode_ms").get<std::vector<std::vector<double>>>();
+    t.host_ms_per_step = j.at("host_ms_per_step").get<double>();
+    t.kv_blocks = j.at("kv_blocks").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ": not a step-cost table (", e.what(), ")"));
+  }
+  try {
+    CheckStepCostTable(t);
+  } catch (const Error& e) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ": ", e.what()));
+  }
+  return t;
 }
 
 std::vector<int> ParseBuckets(const std::string& text, const std::string& field) {

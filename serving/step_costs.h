@@ -47,6 +47,11 @@ double StepMs(const StepCostTable& t, double device_ms, bool async_mode);
 // times negative or not finite, sizes that disagree.
 void CheckStepCostTable(const StepCostTable& t);
 
+// The table as JSON (`nkisim serve --save-step-costs`), and back: ParseStepCostTable checks it
+// (CheckStepCostTable) and throws Error(kBadConfig) naming `source` and the field.
+std::string StepCostTableJson(const StepCostTable& t);
+StepCostTable ParseStepCostTable(const std::string& text, const std::string& source);
+
 // "128,512,2048" -> {128, 512, 2048}; throws Error(kBadConfig) naming `field` when a value is not
 // a positive integer or the list is not strictly ascending.
 std::vector<int> ParseBuckets(const std::string& text, const std::string& field);
