@@ -1,0 +1,158 @@
+// `nkisim serve` end to end on a small Llama (8 ranks): a synchronous run (concurrency 1) against
+// `nkisim predict` computed in the same test (TTFT = predict's + one step's host time when the
+// prompt fills its bucket; TPOT within the KV bucket's padding), --find-max-rate monotone and
+// reproducible on two plans, and bad inputs refused with exit 14 naming the field, value and
+// rule, with nothing written. No simulated time is hard-coded: the cost model changes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/testing/files.h"
+#include "tests/testing/run_command.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using nkisim::testing::ReadFile;
+
+std::string TempPath(const std::string& name) { return nkisim::testing::TempPath("nkisim_serve_", name); }
+
+json TinyConfig() {
+  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 1024},
+          {"intermediate_size", 1024}, {"num_hidden_layers", 4}, {"num_attention_heads", 8},
+          {"num_key_value_heads", 2}, {"head_dim", 128}, {"vocab_size", 32000}, {"rms_norm_eps", 1e-5},
+          {"tie_word_embeddings", false}, {"hidden_act", "silu"}, {"torch_dtype", "bfloat16"},
+          {"max_position_embeddings", 4096}, {"rope_theta", 10000.0}};
+}
+
+std::string Model() {
+  const std::string path = TempPath("tiny.json");
+  std::ofstream(path) << TinyConfig().dump();
+  return path;
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+  json doc;
+};
+
+Result Nkisim(const std::string& command, const std::string& flags, const std::string& json_path) {
+  std::filesystem::remove(json_path);
+  const auto r = nkisim::testing::RunCommand(std::string(NKISIM_BINARY) + " " + command + " " + flags +
+                                                 " --json " + json_path, 240);
+  Result res{r.exit_code, r.output, {}};
+  if (std::filesystem::exists(json_path)) res.doc = json::parse(ReadFile(json_path));
+  return res;
+}
+
+TEST(ServeE2eTest, SynchronousRunReproducesPredict) {
+  const std::string model = Model();
+  const Result p = Nkisim("predict", "--model " + model + " --tp 8 --batch 1 --input-tokens 256 --output-tokens 64",
+                       TempPath("predict.json"));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const json& plan = p.doc["plans"][0];
+  const double ttft = plan["ttft_ms"].get<double>(), tpot = plan["tpot_ms"].get<double>();
+  const double host = plan["host_ms_per_step"].get<double>();
+  // The prompt fills its context-encoding bucket; the KV bucket is the longest context (320).
+  const Result s = Nkisim("serve", "--model " + model + " --tp 8 --concurrency 1 --num-prompts 3 --input-len 256 "
+                       "--output-len 65 --context-encoding-buckets 256 --token-generation-buckets 320 "
+                       "--batch-buckets 1 --max-num-seqs 1 --max-model-len 320",
+                       TempPath("serve.json"));
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(s.doc["completed"], 3);
+  // TTFT: predict's prefill + LM head, and the step's host time (predict reports it apart).
+  EXPECT_NEAR(s.doc["median_ttft_ms"].get<double>(), ttft + host, 1e-6 * ttft);
+  // TPOT: every step pays KV 320 (the bucket), predict's mean is over KV 256..319; the step at
+  // the bucket is at least the mean, and the padding of at most 64 tokens costs little.
+  const double serve_tpot = s.doc["median_tpot_ms"].get<double>();
+  EXPECT_GE(serve_tpot, tpot * 0.995);
+  EXPECT_LE(serve_tpot, tpot * 1.03);
+  // Little's law on the run.
+  EXPECT_NEAR(s.doc["littles_law"]["L_time_average_in_system"].get<double>(),
+              s.doc["littles_law"]["lambda_times_W"].get<double>(),
+              0.02 * s.doc["littles_law"]["lambda_times_W"].get<double>());
+}
+
+TEST(ServeE2eTest, FindMaxRateIsMonotoneAndReproducibleOnTwoPlans) {
+  const std::string model = Model();
+  double rates[2] = {0, 0};
+  int i = 0;
+  for (const char* tp : {"8", "4"}) {
+    const std::string costs = TempPath(std::string("costs_tp") + tp + ".json");
+    const std::string common = " --request-rate 5 --num-prompts 400 --input-len uniform:100,400 --output-len 32 "
+                               "--max-num-seqs 8 --max-model-len 1024 --slo ttft_p99_ms=300,tpot_p99_ms=20 "
+                               "--find-max-rate ";
+    const Result a = Nkisim("serve", std::string("--model ") + model + " --tp " + tp + " --save-step-costs " + costs +
+                         common, TempPath("a.json"));
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    const Result b = Nkisim("serve", "--step-costs " + costs + common, TempPath("b.json"));
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    const double max_rate = a.doc["find_max_rate"]["max_request_rate"].get<double>();
+    EXPECT_GT(max_rate, 0);
+    EXPECT_EQ(max_rate, b.doc["find_max_rate"]["max_request_rate"].get<double>());
+    for (const json& point : a.doc["find_max_rate"]["points"]) {
+      EXPECT_EQ(point["meets"].get<bool>(), point["request_rate"].get<double>() <= max_rate) << point.dump();
+    }
+    rates[i++] = max_rate;
+  }
+  EXPECT_NE(rates[0], rates[1]);
+}
+
+// Each bad input: exit 14, the message naming field, value and rule, no JSON written.
+TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
+  const std::string model = Model();
+  const std::string costs = TempPath("bad_costs.json");
+  ASSERT_EQ(Nkisim("serve", "--model " + model + " --tp 8 --concurrency 1 --num-prompts 1 --input-len 100 "
+                "--output-len 4 --max-model-len 512 --save-step-costs " + costs, TempPath("ok.json")).exit_code, 0);
+  auto trace = [](const std::string& name, const std::string& text) {
+    const std::string path = TempPath(name);
+    std::ofstream(path) << text;
+    return path;
+  };
+  const struct {
+    std::string flags, message;
+  } cases[] = {
+      {"--trace-file " + trace("neg.jsonl", "{\"arrival_ms\": -5, \"input_tokens\": 10, \"output_tokens\": 3}\n"),
+       "neg.jsonl:1: arrival_ms: -5: must be >= 0"},
+      {"--trace-file " + trace("order.jsonl", "{\"arrival_ms\": 5, \"input_tokens\": 10, \"output_tokens\": 3}\n"
+                                              "{\"arrival_ms\": 4, \"input_tokens\": 10, \"output_tokens\": 3}\n"),
+       "order.jsonl:2: arrival_ms: 4: must not be before the previous line's"},
+      {"--trace-file " + trace("zero.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 0}\n"),
+       "zero.jsonl:1: output_tokens: 0: must be an integer >= 1"},
+      {"--request-rate 0", "--request-rate: 0: must be > 0"},
+      {"--request-rate 1 --slo ttft_p50_ms=3", "--slo: 'ttft_p50_ms': unknown SLO"},
+      {"--request-rate 1 --find-max-rate", "--find-max-rate: needs --slo"},
+      {"--request-rate 1 --max-num-seqs 0", "--max-num-seqs: 0: must be >= 1"},
+      {"--request-rate 1 --load-balance random", "--load-balance: 'random': unknown"},
+      {"--request-rate 1 --input-len normal:-4,1", "--input-len: 'normal:-4,1'"},
+  };
+  for (const auto& c : cases) {
+    const std::string out = TempPath("bad.json");
+    const Result r = Nkisim("serve", "--step-costs " + costs + " " + c.flags, out);
+    EXPECT_EQ(r.exit_code, 14) << c.flags << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.flags;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.flags;
+  }
+  // A model context the plan cannot hold, a bucket over it: exit 14 before any simulation.
+  const Result r = Nkisim("serve", "--model " + model + " --tp 8 --request-rate 1 --max-model-len 8192",
+                       TempPath("bad2.json"));
+  EXPECT_EQ(r.exit_code, 14) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--max-model-len: 8192: must be <= the model's max_position_embeddings (4096)"));
+  // A request longer than the largest bucket is refused per request, counted, the run goes on.
+  const Result refused = Nkisim("serve", "--step-costs " + costs + " --trace-file " +
+                             trace("long.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 3}\n"
+                                                 "{\"arrival_ms\": 1, \"input_tokens\": 900, \"output_tokens\": 3}\n"),
+                             TempPath("refused.json"));
+  EXPECT_EQ(refused.exit_code, 0) << refused.output;
+  EXPECT_EQ(refused.doc["failed"], 1);
+  EXPECT_EQ(refused.doc["completed"], 1);
+}
+
+}  // namespace
