@@ -62,7 +62,7 @@ TEST(ServeE2eTest, SynchronousRunReproducesPredict) {
   const double host = plan["host_ms_per_step"].get<double>();
   // The prompt fills its context-encoding bucket; the KV bucket is the longest context (320).
   const Result s = Nkisim("serve", "--model " + model + " --tp 8 --concurrency 1 --num-prompts 3 --input-len 256 "
-                       "--output-len 65 --context-encoding-buckets 256 --token-generation-buckets 320 "
+                       "--output-len 64 --context-encoding-buckets 256 --token-generation-buckets 320 "
                        "--batch-buckets 1 --max-num-seqs 1 --max-model-len 320",
                        TempPath("serve.json"));
   ASSERT_EQ(s.exit_code, 0) << s.output;
