@@ -239,6 +239,7 @@ std::vector<std::string> DrawPlots(const std::string& prefix, const serving::Sim
                          Num(p.metrics.latency_ms.at("p99_ttft_ms")), " ", Num(p.metrics.latency_ms.at("p99_tpot_ms")),
                          " ", p.meets ? 1 : 0, "\n");
     }
+    gp += "unset title\nunset y2range\nset autoscale y\n";
     gp += term("capacity", 1200, 900);
     gp += "set multiplot layout 2,1 title 'Throughput and p99 latency against offered load'\n";
     gp += "set xlabel 'offered request rate (req/s)'\nset ylabel 'completed req/s'\nset key top left\n";
