@@ -31,16 +31,6 @@ void Progress(const std::string& line) {
   std::fflush(stderr);
 }
 
-// predict's samples (KV length, ns) linearly interpolated at kv, the end segments extended.
-double InterpolatedNs(const std::vector<std::pair<int, double>>& s, int kv) {
-  if (s.size() == 1) return s.front().second;
-  size_t i = 0;
-  while (i + 2 < s.size() && kv > s[i + 1].first) ++i;
-  const auto& [k0, t0] = s[i];
-  const auto& [k1, t1] = s[i + 1];
-  return t0 + (t1 - t0) * (kv - k0) / static_cast<double>(k1 - k0);
-}
-
 PlanPrediction PredictOne(const PredictRequest& r, const std::string& what) {
   PlanPrediction p = Predict(r).front();
   if (!p.simulated) {
@@ -73,31 +63,37 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
     t.prefill_ms.push_back(p.ttft_ms);
     t.host_ms_per_step = p.host_ms_per_step;
   }
-  const int kv_lo = kv_buckets.front(), kv_hi = kv_buckets.back();
+  // Each (batch bucket, KV bucket) simulated at exactly that KV length: no interpolation.
   for (size_t i = 0; i < batch_buckets.size(); ++i) {
-    PredictRequest r = base;
-    r.batch = batch_buckets[i];
-    r.input_tokens = kv_lo;
-    r.output_tokens = std::max(1, kv_hi - kv_lo);
-    r.decode_samples = std::max(2, std::min<int>(r.output_tokens, 2 * static_cast<int>(kv_buckets.size()) + 2));
-    r.max_prefill_chunk = std::min(32, kv_lo);  // its prefill is not used: the smallest that runs
-    if (progress) progress(StrCat("step costs: decode batch bucket ", batch_buckets[i], " at KV ", kv_lo, "..",
-                                  kv_hi, " (", i + 1, "/", batch_buckets.size(), ")"));
-    const PlanPrediction p = PredictOne(r, StrCat("the decode at batch ", batch_buckets[i]));
     std::vector<double> row;
-    for (int kv : kv_buckets) row.push_back((InterpolatedNs(p.samples, kv) + p.lm_head_decode_ns) / 1e6);
-    t.decode_ms.push_back(row);
-    if (i + 1 == batch_buckets.size()) {
-      const double kv_bytes = static_cast<double>(p.layers_hbm.kv_cache_per_layer) * p.layers_hbm.layers;
-      const double per_token = kv_bytes / (double(r.batch) * (r.input_tokens + r.output_tokens));
-      const double free = static_cast<double>(p.hbm_capacity) - (static_cast<double>(p.hbm_bytes) - kv_bytes);
-      if (!(per_token > 0) || free < per_token * block_size) {
-        Raise(ErrorCode::kBadConfig,
-              StrCat("serve: plan '", plan.name, "': the weights leave ", std::max(0.0, free) / (1 << 20),
-                     " MiB of HBM per logical core: not one KV block of ", block_size, " tokens"));
+    for (size_t k = 0; k < kv_buckets.size(); ++k) {
+      PredictRequest r = base;
+      r.batch = batch_buckets[i];
+      // One step at KV kv (its context kv + 1 within the model's, else one token shorter).
+      const int64_t limit = base.model.max_positions > 0 ? base.model.max_positions : int64_t{1} << 30;
+      r.input_tokens = static_cast<int>(std::min<int64_t>(kv_buckets[k], limit - 1));
+      r.output_tokens = 1;
+      r.max_prefill_chunk = std::min(32, r.input_tokens);  // its prefill is not used: the smallest that runs
+      if (progress) {
+        progress(StrCat("step costs: decode batch bucket ", batch_buckets[i], ", KV bucket ", kv_buckets[k], " (",
+                        i * kv_buckets.size() + k + 1, "/", batch_buckets.size() * kv_buckets.size(), ")"));
       }
-      t.kv_blocks = static_cast<int64_t>(free / (per_token * block_size));
+      const PlanPrediction p =
+          PredictOne(r, StrCat("the decode at batch ", batch_buckets[i], ", KV ", kv_buckets[k]));
+      row.push_back((p.samples.front().second + p.lm_head_decode_ns) / 1e6);
+      if (i + 1 == batch_buckets.size() && k + 1 == kv_buckets.size()) {
+        const double kv_bytes = static_cast<double>(p.layers_hbm.kv_cache_per_layer) * p.layers_hbm.layers;
+        const double per_token = kv_bytes / (double(r.batch) * (r.input_tokens + r.output_tokens));
+        const double free = static_cast<double>(p.hbm_capacity) - (static_cast<double>(p.hbm_bytes) - kv_bytes);
+        if (!(per_token > 0) || free < per_token * block_size) {
+          Raise(ErrorCode::kBadConfig,
+                StrCat("serve: plan '", plan.name, "': the weights leave ", std::max(0.0, free) / (1 << 20),
+                       " MiB of HBM per logical core: not one KV block of ", block_size, " tokens"));
+        }
+        t.kv_blocks = static_cast<int64_t>(free / (per_token * block_size));
+      }
     }
+    t.decode_ms.push_back(row);
   }
   serving::CheckStepCostTable(t);
   return t;
@@ -131,8 +127,8 @@ std::vector<std::string> Assumptions(const Options& o, const StepCostTable& t) {
   const serving::SchedulerConfig& c = o.sched;
   std::vector<std::string> a = {
       StrCat("step costs of plan '", t.plan, "' from predict's simulation, built once: prefill = predict's TTFT of ",
-             "the bucket's tokens at batch 1; decode step = predict's L decode layers at the KV bucket (its samples ",
-             "linearly interpolated, as its TPOT is) + its LM head at the batch bucket; the first layer's extra ",
+             "the bucket's tokens at batch 1; decode step = predict's L decode layers simulated at the KV bucket's ",
+             "length + its LM head at the batch bucket (no interpolation); the first layer's extra ",
              "(its QKV not overlapped) not charged per step"),
       StrCat("host time ", t.host_ms_per_step, " ms per step (profile host_ms_per_step), ",
              c.async_mode ? "async mode: overlapped, a step takes max(device, host)" : "added to every step"),

@@ -20,8 +20,8 @@ void AddServeCommand(CLI::App* cmd, int* exit_code);
 
 // The plan's step-cost table from predict (docs/serving.md, "Step costs"): each context-encoding
 // bucket's prefill = predict's TTFT of that many tokens at batch 1 (prefill + LM head); each
-// batch bucket's decode step at each KV bucket = predict's L decode layers at that KV length
-// (its samples, linearly interpolated as its TPOT is) + its LM head of that batch; host time =
+// batch bucket's decode step at each KV bucket = predict's L decode layers simulated at exactly
+// that KV length (one predict per pair, N = 1) + its LM head of that batch; host time =
 // the profile's host_ms_per_step; KV blocks = (HBM per logical core - everything but the KV
 // cache) / (KV bytes per token per core x block_size), at the largest batch bucket.
 // REQUIRES: `base` names the model, profile, instances and exactly one plan; buckets ascending,

@@ -80,6 +80,42 @@ TEST(ServeE2eTest, SynchronousRunReproducesPredict) {
               0.02 * s.doc["littles_law"]["lambda_times_W"].get<double>());
 }
 
+// The table's entries against predict run directly at each bucket: a prefill bucket is predict's
+// TTFT exactly; a decode entry is predict's L layers simulated at that very KV length + its LM
+// head, exactly (no interpolation anywhere in the table).
+TEST(ServeE2eTest, StepCostTableMatchesPredictAtEachBucket) {
+  const std::string model = Model();
+  const std::string costs = TempPath("table.json");
+  std::filesystem::remove(costs);
+  const Result s = Nkisim("serve", "--model " + model + " --tp 8 --concurrency 1 --num-prompts 1 --input-len 100 "
+                          "--output-len 4 --max-model-len 1024 --context-encoding-buckets 128,384 "
+                          "--token-generation-buckets 256,700,1024 --batch-buckets 1,4 --max-num-seqs 4 "
+                          "--save-step-costs " + costs, TempPath("t.json"));
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const json table = json::parse(ReadFile(costs));
+  const int prefill[] = {128, 384};
+  for (int i = 0; i < 2; ++i) {
+    const Result p = Nkisim("predict", "--model " + model + " --tp 8 --batch 1 --input-tokens " +
+                            std::to_string(prefill[i]) + " --output-tokens 1", TempPath("pp.json"));
+    ASSERT_EQ(p.exit_code, 0) << p.output;
+    EXPECT_DOUBLE_EQ(table["prefill_ms"][i].get<double>(), p.doc["plans"][0]["ttft_ms"].get<double>());
+  }
+  const int batch[] = {1, 4}, kv[] = {256, 700, 1024};
+  for (int b = 0; b < 2; ++b) {
+    for (int k = 0; k < 3; ++k) {
+      const Result p = Nkisim("predict", "--model " + model + " --tp 8 --batch " + std::to_string(batch[b]) +
+                              " --input-tokens " + std::to_string(kv[k]) + " --output-tokens 1", TempPath("pd.json"));
+      ASSERT_EQ(p.exit_code, 0) << p.output;
+      const json& plan = p.doc["plans"][0];
+      ASSERT_EQ(plan["decode_samples"][0]["kv_length"], kv[k]);
+      const double direct_ms = plan["decode_samples"][0]["layers_ns"].get<double>() / 1e6 +
+                               plan["lm_head_decode_ms"].get<double>();
+      EXPECT_NEAR(table["decode_ms"][b][k].get<double>(), direct_ms, 1e-9 * direct_ms)
+          << "batch " << batch[b] << " KV " << kv[k];
+    }
+  }
+}
+
 TEST(ServeE2eTest, FindMaxRateIsMonotoneAndReproducibleOnTwoPlans) {
   const std::string model = Model();
   double rates[2] = {0, 0};
