@@ -39,6 +39,7 @@ void CheckSchedulerConfig(const SchedulerConfig& c, const StepCostTable& t) {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr size_t kMaxTimeline = 4096;
 
 struct Seq {
   int64_t req = 0;
@@ -343,6 +344,7 @@ SimulationResult Simulate(const StepCostTable& table, const SchedulerConfig& con
   int64_t in_system = 0, ended = 0;
   double last_t = std::numeric_limits<double>::quiet_NaN(), first_t = 0, next_sample = 0;
   int64_t rr = 0;
+  double interval = config.timeline_interval_ms;
   auto advance = [&](double t) {
     if (std::isnan(last_t)) {
       last_t = first_t = next_sample = t;
@@ -361,7 +363,12 @@ SimulationResult Simulate(const StepCostTable& table, const SchedulerConfig& con
     out.max_waiting = std::max(out.max_waiting, waiting);
     if (config.timeline_interval_ms > 0 && t >= next_sample) {
       out.timeline.push_back({t, running, waiting, blocks});
-      next_sample = t + config.timeline_interval_ms;
+      if (out.timeline.size() >= kMaxTimeline) {  // bounded: every other sample, half as often
+        for (size_t i = 0; 2 * i < out.timeline.size(); ++i) out.timeline[i] = out.timeline[2 * i];
+        out.timeline.resize((out.timeline.size() + 1) / 2);
+        interval *= 2;
+      }
+      next_sample = t + interval;
     }
     last_t = t;
   };

@@ -46,7 +46,9 @@ struct SchedulerConfig {
   int replicas = 1;
   LoadBalance load_balance = LoadBalance::kRoundRobin;
   int closed_loop_users = 0;             // > 0: concurrency N, request i >= N sent when one ends
-  double timeline_interval_ms = 0;       // > 0: an occupancy sample at most this often
+  // > 0: an occupancy sample at most this often; past 4,096 samples every other one is dropped
+  // and the interval doubled (memory bounded on any run).
+  double timeline_interval_ms = 0;
 };
 
 // Throws Error(kBadConfig) naming the knob, value and rule.

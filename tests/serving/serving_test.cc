@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -308,6 +310,54 @@ TEST(Serving, BadInputsNameFieldValueAndRule) {
   ASSERT_EQ(trace.size(), 2u);
   EXPECT_DOUBLE_EQ(trace[1].arrival_ms, 500);
   EXPECT_EQ(trace[1].prefix_id, 2);
+}
+
+TEST(Serving, TimelineStaysBounded) {
+  StepCostTable t = FlatTable(2, 1);
+  SchedulerConfig c;
+  c.timeline_interval_ms = 0.001;
+  const SimulationResult r = Simulate(t, c, Poisson(50, 5000, 100, 20, 1));
+  EXPECT_LT(r.timeline.size(), 4096u);
+  EXPECT_GT(r.timeline.size(), 1000u);
+  for (size_t i = 1; i < r.timeline.size(); ++i) EXPECT_GE(r.timeline[i].t_ms, r.timeline[i - 1].t_ms);
+}
+
+TEST(Serving, HistogramLengthsAndTableJsonRoundTrip) {
+  const std::string path = ::testing::TempDir() + "/nkisim_serving_hist.txt";
+  {
+    std::ofstream out(path);
+    out << "# length weight\n100 1\n300 3\n";
+  }
+  const LengthDist d = ParseLengthDist("histogram:" + path, "--input-len");
+  EXPECT_DOUBLE_EQ(d.mean, 250);
+  GeneratorSpec g;
+  g.request_rate = 1;
+  g.num_prompts = 4000;
+  g.input = d;
+  g.output = ParseLengthDist("1", "out");
+  int n300 = 0;
+  for (const Request& r : GenerateRequests(g)) {
+    EXPECT_TRUE(r.input_tokens == 100 || r.input_tokens == 300);
+    n300 += r.input_tokens == 300;
+  }
+  EXPECT_NEAR(n300 / 4000.0, 0.75, 0.03);
+  {
+    std::ofstream out(path);
+    out << "100 1\nabc 2\n";
+  }
+  ExpectBad([&] { ParseLengthDist("histogram:" + path, "--input-len"); }, ":2: 'abc 2': must be 'LENGTH WEIGHT'");
+  StepCostTable t = FlatTable(3, 1);
+  t.kv_blocks = 77;
+  t.host_ms_per_step = 0.5;
+  const StepCostTable back = ParseStepCostTable(StepCostTableJson(t), "t.json");
+  EXPECT_EQ(back.prefill_buckets, t.prefill_buckets);
+  EXPECT_EQ(back.decode_ms, t.decode_ms);
+  EXPECT_EQ(back.kv_blocks, 77);
+  EXPECT_DOUBLE_EQ(back.host_ms_per_step, 0.5);
+  ExpectBad([] { ParseStepCostTable("{}", "t.json"); }, "t.json: not a step-cost table");
+  t.decode_ms.pop_back();
+  ExpectBad([&] { ParseStepCostTable(StepCostTableJson(t), "t.json"); },
+            "t.json: decode_ms: 1 rows for 2 batch buckets: must be one per bucket");
 }
 
 TEST(Serving, PercentileIsNumpysLinear) {
