@@ -501,6 +501,14 @@ void RunServe(Options& o, bool rate_given) {
   const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   const serving::Metrics m = serving::ComputeMetrics(result, slo);
   std::printf("%s", serving::FormatMetrics(m).c_str());
+  int shown = 0;
+  for (const auto& x : result.records) {
+    if (!x.rejected) continue;
+    if (shown++ < 3) {
+      std::printf("refused: request %lld: %s\n", static_cast<long long>(x.request.id), x.reject_reason.c_str());
+    }
+  }
+  if (shown > 3) std::printf("refused: ... and %d more (--csv lists them)\n", shown - 3);
   std::printf("simulated %zu requests in %.2f s host time\n", requests.size(), sim_s);
   if (!o.slo.empty()) {
     std::printf("SLOs %s: %s\n", o.slo.c_str(), serving::MeetsSlo(m, slo) ? "met" : "not met");

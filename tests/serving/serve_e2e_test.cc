@@ -188,6 +188,7 @@ TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
                              TempPath("refused.json"));
   EXPECT_EQ(refused.exit_code, 0) << refused.output;
   EXPECT_EQ(refused.doc["failed"], 1);
+  EXPECT_THAT(refused.output, HasSubstr("refused: request 1: input_tokens 900 > the largest context-encoding bucket"));
   EXPECT_EQ(refused.doc["completed"], 1);
 }
 
