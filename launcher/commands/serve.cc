@@ -105,7 +105,8 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
 namespace {
 
 struct Options {
-  std::string model, plan, json, csv, plots, gnuplot = "gnuplot", save_costs, load_costs;
+  std::string model, json, csv, plots, gnuplot = "gnuplot", save_costs, load_costs;
+  std::vector<std::string> plans;
   int tp = 0, attention_dp = 1, lnc = 2, instances = 1;
   // requests
   std::string trace_file, arrival = "poisson", input_len = "1024", output_len = "128";
@@ -327,12 +328,128 @@ void CheckFlags(const Options& o, bool rate_given) {
   if (!(o.rate_tolerance > 0 && o.rate_tolerance < 1)) {
     p.push_back(StrCat("--rate-tolerance: ", o.rate_tolerance, ": must be in (0, 1)"));
   }
+  if (o.plans.size() + (o.tp != 0 ? 1 : 0) > 1) {
+    if (!o.find_max_rate) p.push_back("--plan: several plans: compared only with --find-max-rate");
+    if (o.model.empty() || !o.load_costs.empty()) p.push_back("--plan: several plans: need --model, not --step-costs");
+    if (!o.csv.empty() || !o.plots.empty() || !o.save_costs.empty()) {
+      p.push_back("--plan: several plans: --csv, --plots and --save-step-costs take one plan");
+    }
+  }
   if (o.max_points < 2) p.push_back(StrCat("--max-points: ", o.max_points, ": must be >= 2"));
   if (p.size() == 1) Raise(ErrorCode::kBadConfig, "serve: " + p.front());
   if (!p.empty()) {
     std::string s = StrCat("serve: ", p.size(), " problems:");
     for (const auto& x : p) s += "\n  " + x;
     Raise(ErrorCode::kBadConfig, s);
+  }
+}
+
+// The step-cost table of one plan of o.model (buckets from the flags), built from predict.
+StepCostTable PlanTable(const Options& o, const std::string& plan_text) {
+  PredictRequest base;
+  base.model = LoadHfConfig(o.model);
+  base.profile_path = o.common.profile_path;
+  base.instances = o.instances;
+  PredictPlan plan = plan_text.empty() ? PredictPlan{"", o.tp, o.attention_dp, o.lnc, 1} : ParsePlan(plan_text);
+  if (plan.name.empty()) plan.name = DefaultPlanName(plan);
+  if (plan.replicas > 1) {
+    Raise(ErrorCode::kBadConfig, StrCat("--plan ", plan_text, ": replicas: give the serving replicas as --replicas"));
+  }
+  base.plans = {plan};
+  if (base.model.max_positions > 0 && o.max_model_len > base.model.max_positions) {
+    Raise(ErrorCode::kBadConfig, StrCat("--max-model-len: ", o.max_model_len, ": must be <= the model's ",
+                                        "max_position_embeddings (", base.model.max_positions, ")"));
+  }
+  const std::vector<int> kv = o.tkg_buckets.empty()
+                                  ? serving::PowerOfTwoBuckets(std::min(512, o.max_model_len), o.max_model_len)
+                                  : serving::ParseBuckets(o.tkg_buckets, "--token-generation-buckets");
+  if (kv.back() > o.max_model_len) {
+    Raise(ErrorCode::kBadConfig, StrCat("--token-generation-buckets: ", kv.back(), ": must be <= --max-model-len (",
+                                        o.max_model_len, ")"));
+  }
+  const std::vector<int> cte = o.cte_buckets.empty()
+                                   ? serving::PowerOfTwoBuckets(std::min(128, o.max_model_len), o.max_model_len)
+                                   : serving::ParseBuckets(o.cte_buckets, "--context-encoding-buckets");
+  if (cte.back() > o.max_model_len) {
+    Raise(ErrorCode::kBadConfig, StrCat("--context-encoding-buckets: ", cte.back(), ": must be <= --max-model-len (",
+                                        o.max_model_len, ")"));
+  }
+  const int g = plan.attention_dp;
+  const std::vector<int> batch = o.batch_buckets.empty()
+                                     ? serving::PowerOfTwoBuckets(g, std::max(g, (o.sched.max_num_seqs + g - 1) / g * g))
+                                     : serving::ParseBuckets(o.batch_buckets, "--batch-buckets");
+  for (int b : batch) {
+    if (b % g != 0) {
+      Raise(ErrorCode::kBadConfig, StrCat("--batch-buckets: ", b, ": must be a multiple of the plan's attention_dp (",
+                                          g, ")"));
+    }
+  }
+  serving::CheckSchedulerConfig(o.sched, StepCostTable{"", cte, {}, batch, kv, {}, 0, 0});
+  return BuildStepCostTable(base, cte, batch, kv, o.sched.block_size, Progress);
+}
+
+// Several plans with --find-max-rate: each plan's table and max rate under the SLOs, and the
+// cheapest: the most requests per second per physical NeuronCore (tp x lnc x replicas).
+void ComparePlans(Options& o, const serving::Slo& slo) {
+  std::vector<std::string> texts = o.plans;
+  if (o.tp != 0) texts.insert(texts.begin(), StrCat("tp=", o.tp, ",attention_dp=", o.attention_dp, ",lnc=", o.lnc));
+  for (const std::string& t : texts) ParsePlan(t);  // every plan checked before any is built
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::string best;
+  double best_per_core = 0;
+  std::printf("%-16s %8s %14s %16s %14s %14s\n", "plan", "cores", "max req/s", "req/s per core", "p99 TTFT ms",
+              "p99 TPOT ms");
+  for (const std::string& text : texts) {
+    const PredictPlan plan = ParsePlan(text);
+    const StepCostTable table = PlanTable(o, text);
+    serving::SchedulerConfig c = o.sched;
+    c.max_model_len = std::min(o.max_model_len, table.kv_buckets.back());
+    serving::CheckSchedulerConfig(c, table);
+    auto run = [&](double rate) {
+      return serving::ComputeMetrics(serving::Simulate(table, c, serving::GenerateRequests(Generator(o, rate))), slo);
+    };
+    const serving::CapacityResult cap =
+        serving::FindMaxRate(run, slo, o.request_rate, o.rate_tolerance, o.max_points, [&](const serving::RatePoint& p) {
+          Progress(StrPrintf("%s: rate %.4g req/s: p99 TTFT %.2f ms, p99 TPOT %.3f ms, %lld refused: %s",
+                             plan.name.c_str(), p.request_rate, p.metrics.latency_ms.at("p99_ttft_ms"),
+                             p.metrics.latency_ms.at("p99_tpot_ms"), static_cast<long long>(p.metrics.rejected),
+                             p.meets ? "meets" : "fails"));
+        });
+    const int cores = plan.tp * plan.lnc * o.sched.replicas;
+    const double per_core = cap.max_rate / cores;
+    double ttft = 0, tpot = 0;
+    for (const auto& p : cap.points) {
+      if (p.request_rate == cap.max_rate) {
+        ttft = p.metrics.latency_ms.at("p99_ttft_ms");
+        tpot = p.metrics.latency_ms.at("p99_tpot_ms");
+      }
+    }
+    std::printf("%-16s %8d %14.4g %16.4g %14.2f %14.3f\n", plan.name.c_str(), cores, cap.max_rate, per_core, ttft,
+                tpot);
+    std::fflush(stdout);
+    if (cap.max_rate > 0 && per_core > best_per_core) {
+      best_per_core = per_core;
+      best = plan.name;
+    }
+    rows.push_back({{"plan", plan.name}, {"physical_cores", cores}, {"max_request_rate", cap.max_rate},
+                    {"request_rate_per_core", per_core}, {"p99_ttft_ms", ttft}, {"p99_tpot_ms", tpot},
+                    {"runs", cap.points.size()}, {"step_costs", nlohmann::ordered_json::parse(
+                                                                    serving::StepCostTableJson(table))}});
+  }
+  const std::string verdict =
+      best.empty() ? StrCat("no plan meets ", o.slo, " at any rate tried")
+                   : StrCat("cheapest plan meeting ", o.slo, ": ", best, " (", StrPrintf("%.4g", best_per_core),
+                            " req/s per physical NeuronCore, ", o.sched.replicas, " replica(s))");
+  std::printf("verdict: %s\n", verdict.c_str());
+  if (!o.json.empty()) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["slo"] = o.slo;
+    j["plans"] = rows;
+    j["verdict"] = verdict;
+    j["cheapest_plan"] = best;
+    WriteFileAtomically(o.json, j.dump(2) + "\n", "--json");
+    std::printf("json: %s\n", o.json.c_str());
   }
 }
 
@@ -357,6 +474,10 @@ void RunServe(Options& o, bool rate_given) {
     serving::GenerateRequests(Generator(o, o.request_rate));  // its checks
   }
   if (o.concurrency > 0) o.sched.closed_loop_users = o.concurrency;
+  if (o.plans.size() + (o.tp != 0 ? 1 : 0) > 1) {
+    ComparePlans(o, slo);
+    return;
+  }
 
   StepCostTable table;
   std::string model_name;
@@ -369,47 +490,8 @@ void RunServe(Options& o, bool rate_given) {
     table = serving::ParseStepCostTable(text.str(), o.load_costs);
     if (o.max_model_len > table.kv_buckets.back()) o.max_model_len = table.kv_buckets.back();
   } else {
-    PredictRequest base;
-    base.model = LoadHfConfig(o.model);
+    table = PlanTable(o, o.plans.empty() ? "" : o.plans.front());
     model_name = o.model;
-    base.profile_path = o.common.profile_path;
-    base.instances = o.instances;
-    PredictPlan plan = o.plan.empty() ? PredictPlan{"", o.tp, o.attention_dp, o.lnc, 1} : ParsePlan(o.plan);
-    if (plan.name.empty()) plan.name = DefaultPlanName(plan);
-    if (plan.replicas > 1) {
-      Raise(ErrorCode::kBadConfig, StrCat("--plan ", o.plan, ": replicas: give the serving replicas as --replicas"));
-    }
-    base.plans = {plan};
-    if (base.model.max_positions > 0 && o.max_model_len > base.model.max_positions) {
-      Raise(ErrorCode::kBadConfig, StrCat("--max-model-len: ", o.max_model_len, ": must be <= the model's ",
-                                          "max_position_embeddings (", base.model.max_positions, ")"));
-    }
-    const std::vector<int> kv = o.tkg_buckets.empty()
-                                    ? serving::PowerOfTwoBuckets(std::min(512, o.max_model_len), o.max_model_len)
-                                    : serving::ParseBuckets(o.tkg_buckets, "--token-generation-buckets");
-    if (kv.back() > o.max_model_len) {
-      Raise(ErrorCode::kBadConfig, StrCat("--token-generation-buckets: ", kv.back(), ": must be <= --max-model-len (",
-                                          o.max_model_len, ")"));
-    }
-    const std::vector<int> cte = o.cte_buckets.empty()
-                                     ? serving::PowerOfTwoBuckets(std::min(128, o.max_model_len), o.max_model_len)
-                                     : serving::ParseBuckets(o.cte_buckets, "--context-encoding-buckets");
-    if (cte.back() > o.max_model_len) {
-      Raise(ErrorCode::kBadConfig, StrCat("--context-encoding-buckets: ", cte.back(), ": must be <= --max-model-len (",
-                                          o.max_model_len, ")"));
-    }
-    const int g = plan.attention_dp;
-    const std::vector<int> batch = o.batch_buckets.empty()
-                                       ? serving::PowerOfTwoBuckets(g, std::max(g, (o.sched.max_num_seqs + g - 1) / g * g))
-                                       : serving::ParseBuckets(o.batch_buckets, "--batch-buckets");
-    for (int b : batch) {
-      if (b % g != 0) {
-        Raise(ErrorCode::kBadConfig, StrCat("--batch-buckets: ", b, ": must be a multiple of the plan's attention_dp (",
-                                            g, ")"));
-      }
-    }
-    serving::CheckSchedulerConfig(o.sched, StepCostTable{"", cte, {}, batch, kv, {}, 0, 0});
-    table = BuildStepCostTable(base, cte, batch, kv, o.sched.block_size, Progress);
   }
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   o.sched.max_model_len = std::min(o.max_model_len, table.kv_buckets.back());
@@ -541,7 +623,9 @@ void AddServeCommand(CLI::App* cmd, int* exit_code) {
   auto rate = cmd->add_option("--request-rate", o->request_rate,
                               "requests per second (Poisson unless --arrival fixed); with --find-max-rate the first tried");
   cmd->add_option("--model", o->model, "Hugging Face config.json (configs/models/)");
-  cmd->add_option("--plan", o->plan, "the plan tp=N[,attention_dp=G][,lnc=L] (or --tp)");
+  cmd->add_option("--plan", o->plans,
+                  "the plan tp=N[,attention_dp=G][,lnc=L] (or --tp); repeated with --find-max-rate: each plan's max "
+                  "rate and the cheapest per NeuronCore");
   cmd->add_option("--tp", o->tp, "TP degree of the plan (or give --plan)");
   cmd->add_option("--attention-dp", o->attention_dp, "attention-DP G of the --tp plan (decode)")->capture_default_str();
   cmd->add_option("--lnc", o->lnc, "physical cores per rank of the --tp plan, 1 or 2")->capture_default_str();

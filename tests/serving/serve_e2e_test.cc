@@ -141,6 +141,37 @@ TEST(ServeE2eTest, FindMaxRateIsMonotoneAndReproducibleOnTwoPlans) {
   EXPECT_NE(rates[0], rates[1]);
 }
 
+// Several plans: each one's max rate, and the verdict names the one of most requests per second
+// per physical NeuronCore; that rate is each plan's own --find-max-rate answer.
+TEST(ServeE2eTest, SeveralPlansNameTheCheapest) {
+  const std::string model = Model();
+  const std::string common = " --request-rate 5 --num-prompts 300 --input-len uniform:100,400 --output-len 32 "
+                             "--max-num-seqs 8 --max-model-len 1024 --slo ttft_p99_ms=300,tpot_p99_ms=20 "
+                             "--find-max-rate ";
+  const Result both = Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8" + common, TempPath("both.json"));
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  ASSERT_EQ(both.doc["plans"].size(), 2u);
+  double best = 0;
+  std::string best_plan;
+  for (const json& row : both.doc["plans"]) {
+    const Result one = Nkisim("serve", "--model " + model + " --plan " + "tp=" +
+                              row["plan"].get<std::string>().substr(2) + common, TempPath("one.json"));
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    EXPECT_EQ(row["max_request_rate"], one.doc["find_max_rate"]["max_request_rate"]);
+    const double per_core = row["request_rate_per_core"].get<double>();
+    if (per_core > best) {
+      best = per_core;
+      best_plan = row["plan"];
+    }
+  }
+  EXPECT_EQ(both.doc["cheapest_plan"], best_plan);
+  EXPECT_THAT(both.output, HasSubstr("verdict: cheapest plan meeting ttft_p99_ms=300,tpot_p99_ms=20: " + best_plan));
+  // Several plans without --find-max-rate: refused.
+  const Result bad = Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8 --request-rate 1", TempPath("x.json"));
+  EXPECT_EQ(bad.exit_code, 14) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--plan: several plans: compared only with --find-max-rate"));
+}
+
 // Each bad input: exit 14, the message naming field, value and rule, no JSON written.
 TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
   const std::string model = Model();
