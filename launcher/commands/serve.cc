@@ -54,15 +54,33 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
   t.prefill_buckets = prefill_buckets;
   t.batch_buckets = batch_buckets;
   t.kv_buckets = kv_buckets;
-  for (size_t i = 0; i < prefill_buckets.size(); ++i) {
+  auto prefill_request = [&](size_t i) {
     PredictRequest r = base;
     r.plans.front().attention_dp = 1;  // the prefill runs as plain TP (predict.h)
     r.batch = 1;
     r.input_tokens = prefill_buckets[i];
     r.output_tokens = 1;
+    return r;
+  };
+  auto decode_request = [&](size_t i, size_t k) {
+    PredictRequest r = base;
+    r.batch = batch_buckets[i];
+    // One step at KV kv (its context kv + 1 within the model's, else one token shorter).
+    const int64_t limit = base.model.max_positions > 0 ? base.model.max_positions : int64_t{1} << 30;
+    r.input_tokens = static_cast<int>(std::min<int64_t>(kv_buckets[k], limit - 1));
+    r.output_tokens = 1;
+    r.max_prefill_chunk = std::min(32, r.input_tokens);  // its prefill is not used: the smallest that runs
+    return r;
+  };
+  // Every predict checked (the kernels' and plans' rules) before any is simulated.
+  for (size_t i = 0; i < prefill_buckets.size(); ++i) CheckPredictRequest(prefill_request(i));
+  for (size_t i = 0; i < batch_buckets.size(); ++i) {
+    for (size_t k = 0; k < kv_buckets.size(); ++k) CheckPredictRequest(decode_request(i, k));
+  }
+  for (size_t i = 0; i < prefill_buckets.size(); ++i) {
     if (progress) progress(StrCat("step costs: prefill bucket ", prefill_buckets[i], " (", i + 1, "/",
                                   prefill_buckets.size(), ")"));
-    const PlanPrediction p = PredictOne(r, StrCat("the prefill of ", prefill_buckets[i], " tokens"));
+    const PlanPrediction p = PredictOne(prefill_request(i), StrCat("the prefill of ", prefill_buckets[i], " tokens"));
     t.prefill_ms.push_back(p.ttft_ms);
     t.host_ms_per_step = p.host_ms_per_step;
   }
@@ -70,13 +88,7 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
   for (size_t i = 0; i < batch_buckets.size(); ++i) {
     std::vector<double> row;
     for (size_t k = 0; k < kv_buckets.size(); ++k) {
-      PredictRequest r = base;
-      r.batch = batch_buckets[i];
-      // One step at KV kv (its context kv + 1 within the model's, else one token shorter).
-      const int64_t limit = base.model.max_positions > 0 ? base.model.max_positions : int64_t{1} << 30;
-      r.input_tokens = static_cast<int>(std::min<int64_t>(kv_buckets[k], limit - 1));
-      r.output_tokens = 1;
-      r.max_prefill_chunk = std::min(32, r.input_tokens);  // its prefill is not used: the smallest that runs
+      const PredictRequest r = decode_request(i, k);
       if (progress) {
         progress(StrCat("step costs: decode batch bucket ", batch_buckets[i], ", KV bucket ", kv_buckets[k], " (",
                         i * kv_buckets.size() + k + 1, "/", batch_buckets.size() * kv_buckets.size(), ")"));
@@ -327,6 +339,9 @@ void CheckFlags(const Options& o, bool rate_given) {
   }
   if (!(o.rate_tolerance > 0 && o.rate_tolerance < 1)) {
     p.push_back(StrCat("--rate-tolerance: ", o.rate_tolerance, ": must be in (0, 1)"));
+  }
+  if (!o.model.empty() && o.load_costs.empty() && o.tp == 0 && o.plans.empty()) {
+    p.push_back("--tp / --plan: none given: the plan to serve is required with --model");
   }
   if (o.plans.size() + (o.tp != 0 ? 1 : 0) > 1) {
     if (!o.find_max_rate) p.push_back("--plan: several plans: compared only with --find-max-rate");

@@ -212,6 +212,15 @@ TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
                        TempPath("bad2.json"));
   EXPECT_EQ(r.exit_code, 14) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--max-model-len: 8192: must be <= the model's max_position_embeddings (4096)"));
+  // No plan; a batch the decode kernels cannot run: refused before any predict is simulated.
+  const Result no_plan = Nkisim("serve", "--model " + model + " --request-rate 1", TempPath("np.json"));
+  EXPECT_EQ(no_plan.exit_code, 14) << no_plan.output;
+  EXPECT_THAT(no_plan.output, HasSubstr("--tp / --plan: none given"));
+  const Result big = Nkisim("serve", "--model " + model + " --tp 8 --request-rate 1 --max-num-seqs 256 --max-model-len 512",
+                            TempPath("big.json"));
+  EXPECT_EQ(big.exit_code, 14) << big.output;
+  EXPECT_THAT(big.output, HasSubstr("batch: 256 must be <= 128 for decode"));
+  EXPECT_THAT(big.output, ::testing::Not(HasSubstr("step costs: prefill bucket")));
   // A request longer than the largest bucket is refused per request, counted, the run goes on.
   const Result refused = Nkisim("serve", "--step-costs " + costs + " --trace-file " +
                              trace("long.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 3}\n"
