@@ -222,8 +222,9 @@ std::vector<Request> ParseTrace(const std::string& text, const std::string& sour
     if (o.contains("prefix_id") || o.contains("prefix_tokens")) {
       const auto [id, ik] = need({"prefix_id"}, "prefix_id");
       const auto [pt, pk] = need({"prefix_tokens"}, "prefix_tokens");
-      if (id < 0 || id != std::floor(id)) {
-        Raise(ErrorCode::kBadConfig, StrCat(at, "prefix_id: ", o["prefix_id"].dump(), ": must be an integer >= 0"));
+      if (id < 0 || id != std::floor(id) || id > 2147483647.0) {
+        Raise(ErrorCode::kBadConfig, StrCat(at, "prefix_id: ", o["prefix_id"].dump(),
+                                            ": must be an integer in [0, 2147483647]"));
       }
       if (pt < 0 || pt > r.input_tokens || pt != std::floor(pt)) {
         Raise(ErrorCode::kBadConfig, StrCat(at, "prefix_tokens: ", o["prefix_tokens"].dump(),

@@ -52,7 +52,7 @@ std::vector<Request> GenerateRequests(const GeneratorSpec& spec);
 // A JSON Lines trace: one object a line with an arrival time ("arrival_ms", or "arrival_s" /
 // "timestamp" in seconds), "input_tokens" (or "prompt_len" / "input_len" / "prompt_tokens"),
 // "output_tokens" (or "output_len" / "completion_tokens"), optional "prefix_id" and
-// "prefix_tokens". Blank lines are skipped. Throws Error(kBadConfig) naming the file, line,
+// "prefix_tokens" (prefix_id an integer in [0, 2^31 - 1]). Blank lines are skipped. Throws Error(kBadConfig) naming the file, line,
 // field, value and rule: not JSON, a field missing or not a number, a time negative or before the
 // previous line's, a length < 1, a prefix longer than the prompt, an empty trace.
 std::vector<Request> ReadTrace(const std::string& path);

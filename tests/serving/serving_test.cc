@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -293,6 +294,9 @@ TEST(Serving, BadInputsNameFieldValueAndRule) {
   ExpectBad([] { ParseTrace("{\"arrival_ms\":0,\"input_tokens\":5,\"output_tokens\":1,\"prefix_id\":1,"
                             "\"prefix_tokens\":9}", "t"); },
             "prefix_tokens: 9: must be an integer in [0, input_tokens = 5]");
+  ExpectBad([] { ParseTrace("{\"arrival_ms\":0,\"input_tokens\":5,\"output_tokens\":1,\"prefix_id\":1e300,"
+                            "\"prefix_tokens\":1}", "t"); },
+            "prefix_id: 1e+300: must be an integer in [0, 2147483647]");
   ExpectBad([] { ParseSlo("ttft_p95_ms=100"); }, "'ttft_p95_ms': unknown SLO; the SLOs are ttft_p99_ms");
   ExpectBad([] { ParseSlo("ttft_p99_ms=-3"); }, "ttft_p99_ms: '-3': must be a number of ms > 0");
   ExpectBad([] { Poisson(0, 10, 1, 1, 0); }, "--request-rate: 0: must be > 0");
@@ -358,6 +362,41 @@ TEST(Serving, HistogramLengthsAndTableJsonRoundTrip) {
   t.decode_ms.pop_back();
   ExpectBad([&] { ParseStepCostTable(StepCostTableJson(t), "t.json"); },
             "t.json: decode_ms: 1 rows for 2 batch buckets: must be one per bucket");
+}
+
+// Mutated trace lines: each parses or is refused with Error(kBadConfig); nothing else escapes.
+TEST(Serving, MutatedTracesParseOrAreRefused) {
+  const std::string valid =
+      "{\"arrival_ms\": 12.5, \"input_tokens\": 300, \"output_tokens\": 20, \"prefix_id\": 3, \"prefix_tokens\": 64}";
+  const std::string alphabet = "{}[]:,\"-.0123456789eE+ abcnultr\n\t\\";
+  std::mt19937_64 rng(5);
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = valid + "\n" + valid;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + rng() % 3); break;
+        default: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    try {
+      for (const Request& r : ParseTrace(text, "fuzz")) {
+        EXPECT_GE(r.arrival_ms, 0);
+        EXPECT_GE(r.input_tokens, 1);
+        EXPECT_GE(r.output_tokens, 1);
+        EXPECT_LE(r.prefix_tokens, r.input_tokens);
+      }
+      ++parsed;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(refused, 0);
 }
 
 TEST(Serving, PercentileIsNumpysLinear) {
