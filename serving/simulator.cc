@@ -171,13 +171,23 @@ class Replica {
     }
     const int cached = std::min<int>(hits * c_.block_size, total - 1);
     if (!first && total - cached > budget) return false;
-    for (int j = 0; j < hits; ++j) Ref(Key(q.prefix_id, j));
+    // Every cached block of the prefix referenced (also past a gap: only the first `hits` skip
+    // prefill), so that the allocation below cannot evict them; the missing ones allocated.
+    std::vector<int> present;
+    for (int j = 0; j < prefix_blocks; ++j) {
+      if (cache_.count(Key(q.prefix_id, j))) {
+        Ref(Key(q.prefix_id, j));
+        present.push_back(j);
+      }
+    }
     const int64_t priv = CeilDiv(total, c_.block_size) - prefix_blocks;
-    if (!Allocate(priv + prefix_blocks - hits)) {
-      for (int j = 0; j < hits; ++j) Unref(Key(q.prefix_id, j));
+    if (!Allocate(priv + prefix_blocks - static_cast<int64_t>(present.size()))) {
+      for (int j : present) Unref(Key(q.prefix_id, j));
       return false;
     }
-    for (int j = hits; j < prefix_blocks; ++j) cache_[Key(q.prefix_id, j)].refs = 1;
+    for (int j = 0; j < prefix_blocks; ++j) {
+      if (!cache_.count(Key(q.prefix_id, j))) cache_[Key(q.prefix_id, j)].refs = 1;
+    }
     private_used_ += priv;
     s.private_blocks = priv;
     s.prefix_blocks = prefix_blocks;

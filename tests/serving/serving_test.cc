@@ -196,6 +196,28 @@ TEST(Serving, PrefixCachingSkipsCachedBlocksAndEvictsLru) {
   r = Simulate(t, c, q);
   EXPECT_EQ(r.records[2].cached_tokens, 0);
   EXPECT_DOUBLE_EQ(r.records[2].ttft_ms(), 8);
+  // A prefix whose first blocks were evicted but later ones kept: the request prefills it all,
+  // references the kept blocks (none evicted under it), and nothing breaks.
+  // 40 blocks: prefixes 7 and 8 cached (30 blocks), prefix 9 evicts prefix 7's first 6 blocks.
+  t.kv_blocks = 40;
+  q = {{0, 0, 500, 2, 7, 480}, {1, 100, 500, 2, 8, 480}, {2, 200, 500, 2, 9, 480},
+       {3, 300, 500, 2, 7, 480}, {4, 400, 500, 2, 7, 480}};
+  r = Simulate(t, c, q);
+  EXPECT_EQ(ComputeMetrics(r, {}).completed, 5);
+  EXPECT_EQ(r.records[3].cached_tokens, 0);    // block 0 gone: no hit, blocks 6..14 reused
+  EXPECT_EQ(r.records[4].cached_tokens, 480);  // the whole prefix cached again
+  // The kept blocks of a partly evicted prefix are referenced by the request that reuses them:
+  // a later request short of blocks waits instead of evicting them under it.
+  t.prefill_buckets = {64, 512, 1024};
+  t.prefill_ms = {1, 8, 16};
+  q = {{0, 0, 500, 2, 7, 480},      // prefix 7: 15 blocks cached after it
+       {1, 100, 980, 2},            // 31 blocks: evicts prefix 7's blocks 0..5
+       {2, 200, 500, 100, 7, 480},  // reuses blocks 6..14, allocates 0..5, runs 99 decode steps
+       {3, 210, 980, 2}};           // 31 blocks: only after request 2 ends
+  r = Simulate(t, c, q);
+  EXPECT_EQ(ComputeMetrics(r, {}).completed, 4);
+  EXPECT_EQ(r.records[2].cached_tokens, 0);
+  EXPECT_GE(r.records[3].first_scheduled_ms, r.records[2].finish_ms);
   c.enable_prefix_caching = false;
   EXPECT_EQ(Simulate(t, c, {{0, 0, 500, 2, 7, 480}, {1, 100, 500, 2, 7, 480}}).records[1].cached_tokens, 0);
 }
