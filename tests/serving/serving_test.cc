@@ -108,6 +108,63 @@ TEST(Serving, LittlesLawOnEveryConfiguration) {
   }
 }
 
+// Random configurations (tight KV blocks: preemption, prefix eviction; chunked or not; replicas,
+// closed or open loop): every request completes or is refused, no step schedules nothing, the
+// KV blocks never exceed the replicas', Little's law holds.
+TEST(Serving, RandomConfigurationsServeEveryRequest) {
+  std::mt19937_64 rng(11);
+  int64_t preemptions = 0, refused = 0, hits = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    StepCostTable t;
+    t.prefill_buckets = {64, 256, 1024};
+    t.prefill_ms = {1, 3, 9};
+    t.batch_buckets = {1, 2, 4, 8};
+    t.kv_buckets = {512, 2048};
+    t.decode_ms = {{0.5, 0.7}, {0.6, 0.8}, {0.8, 1.0}, {1.0, 1.4}};
+    t.host_ms_per_step = (rng() % 2) * 0.2;
+    SchedulerConfig c;
+    c.block_size = 16 << (rng() % 2);
+    t.kv_blocks = 2048 / c.block_size + static_cast<int64_t>(rng() % 200);
+    c.max_num_seqs = 1 + static_cast<int>(rng() % 8);
+    c.max_num_batched_tokens = 64 + static_cast<int>(rng() % 2048);
+    c.enable_chunked_prefill = rng() % 2;
+    c.enable_prefix_caching = rng() % 2;
+    c.async_mode = rng() % 2;
+    c.replicas = 1 + static_cast<int>(rng() % 3);
+    c.load_balance = rng() % 2 ? LoadBalance::kRoundRobin : LoadBalance::kLeastOutstanding;
+    c.timeline_interval_ms = 1;
+    GeneratorSpec g;
+    g.arrival = rng() % 3 == 0 ? GeneratorSpec::Arrival::kConcurrency : GeneratorSpec::Arrival::kPoisson;
+    g.concurrency = 1 + static_cast<int>(rng() % 6);
+    if (g.arrival == GeneratorSpec::Arrival::kConcurrency) c.closed_loop_users = g.concurrency;
+    g.request_rate = 20 + static_cast<double>(rng() % 200);
+    g.num_prompts = 300;
+    g.input = ParseLengthDist("uniform:1,1200", "in");
+    g.output = ParseLengthDist("uniform:1,300", "out");
+    g.prefix_groups = static_cast<int>(rng() % 4);
+    g.prefix_tokens = static_cast<int>(rng() % 600);
+    g.seed = trial;
+    SCOPED_TRACE(trial);
+    const SimulationResult r = Simulate(t, c, GenerateRequests(g));
+    const Metrics m = ComputeMetrics(r, {});
+    EXPECT_EQ(m.completed + m.rejected, 300);
+    for (const TimelineSample& s : r.timeline) EXPECT_LE(s.kv_blocks_used, t.kv_blocks * c.replicas);
+    for (const RequestRecord& x : r.records) {
+      if (x.rejected) continue;
+      EXPECT_GE(x.first_scheduled_ms, x.arrival_ms);
+      EXPECT_GT(x.first_token_ms, x.first_scheduled_ms);
+      EXPECT_GE(x.finish_ms, x.first_token_ms);
+    }
+    ExpectLittle(m);
+    preemptions += r.preemptions;
+    refused += m.rejected;
+    hits += r.prefix_hit_tokens;
+  }
+  EXPECT_GT(preemptions, 0);  // the configurations reach the paths they are meant to
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(hits, 0);
+}
+
 TEST(Serving, OneRequestAlonePaysItsBucketsAndHostTime) {
   StepCostTable t;
   t.prefill_buckets = {128, 512};
