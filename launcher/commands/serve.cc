@@ -371,6 +371,16 @@ StepCostTable PlanTable(const Options& o, const std::string& plan_text) {
     Raise(ErrorCode::kBadConfig, StrCat("--plan ", plan_text, ": replicas: give the serving replicas as --replicas"));
   }
   base.plans = {plan};
+  // The replicas' ranks within the instances (as predict checks its plan's replicas).
+  const HardwareProfile hw = LoadProfile(o.common);
+  const int64_t per_instance =
+      plan.lnc >= 1 ? int64_t{hw.physical_cores_per_chip()} / plan.lnc * hw.chips_per_instance() : 0;
+  if (per_instance > 0 && int64_t{plan.tp} * o.sched.replicas > per_instance * o.instances) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat("--replicas: ", o.sched.replicas, " x tp ", plan.tp, " = ", int64_t{plan.tp} * o.sched.replicas,
+                 " ranks: more than ", o.instances, o.instances == 1 ? " instance holds (" : " instances hold (",
+                 per_instance, " ranks each at LNC ", plan.lnc, "; raise --instances)"));
+  }
   if (base.model.max_positions > 0 && o.max_model_len > base.model.max_positions) {
     Raise(ErrorCode::kBadConfig, StrCat("--max-model-len: ", o.max_model_len, ": must be <= the model's ",
                                         "max_position_embeddings (", base.model.max_positions, ")"));

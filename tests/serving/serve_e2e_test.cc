@@ -212,6 +212,9 @@ TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
                        TempPath("bad2.json"));
   EXPECT_EQ(r.exit_code, 14) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--max-model-len: 8192: must be <= the model's max_position_embeddings (4096)"));
+  const Result replicas = Nkisim("serve", "--model " + model + " --tp 8 --replicas 9 --request-rate 1", TempPath("r.json"));
+  EXPECT_EQ(replicas.exit_code, 14) << replicas.output;
+  EXPECT_THAT(replicas.output, HasSubstr("--replicas: 9 x tp 8 = 72 ranks: more than 1 instance holds (64 ranks"));
   // No plan; a batch the decode kernels cannot run: refused before any predict is simulated.
   const Result no_plan = Nkisim("serve", "--model " + model + " --request-rate 1", TempPath("np.json"));
   EXPECT_EQ(no_plan.exit_code, 14) << no_plan.output;
