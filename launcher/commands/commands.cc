@@ -14,6 +14,7 @@
 #include "launcher/commands/predict.h"
 #include "launcher/commands/python.h"
 #include "launcher/commands/run.h"
+#include "launcher/commands/serve.h"
 #include "launcher/commands/sweep.h"
 #include "launcher/commands/validate.h"
 #include "runtime/error.h"
@@ -39,6 +40,10 @@ constexpr Command kCommands[] = {
     {"predict", "", AddPredictCommand,
      "TTFT, TPOT, tokens/s and HBM per logical core of a whole model (Hugging Face config.json) "
      "under each plan, from one simulated decoder layer"},
+    {"serve", "", AddServeCommand,
+     "Serve a request trace or generated load (Poisson, fixed rate, N users) on replicas of a plan: "
+     "continuous batching into compiled buckets, chunked prefill, prefix caching; TTFT / TPOT "
+     "percentiles, throughput, goodput, --find-max-rate"},
     {"collective", "", AddCollectiveCommand,
      "Sweep one collective over sizes under mpirun (nccl-tests style)"},
     {"calibrate", "", AddCalibrateCommand,

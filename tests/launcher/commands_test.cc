@@ -60,7 +60,7 @@ TEST(CommandTable, GroupsComeBeforeTheirMembersAndNamesAreUnique) {
 TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
-                                           "predict", "collective", "calibrate", "pack-weights", "python",
+                                           "predict", "serve", "collective", "calibrate", "pack-weights", "python",
                                            "kernel"));
   EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
