@@ -153,7 +153,7 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
 # --- Tensor engine --------------------------------------------------------------------------
 def _auto_accumulate(dst):
     """accumulate=None: the first matmul into a PSUM location overwrites, later ones add."""
-    base = dst._base or dst
+    base = dst._base if dst._base is not None else dst
     if base._acc is None:
         base._acc = set()
     h = dst._h

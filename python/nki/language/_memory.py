@@ -1,5 +1,7 @@
 """nl's creation and memory ops: tensors in SBUF / PSUM (tiles on the current core) or HBM
 (runtime TensorViews), DMA between them (load / store), and views that move nothing."""
+import numbers
+
 import numpy as np
 
 import _nkisim
@@ -10,10 +12,46 @@ from nki.language._tensor import NkiTensor, wrap
 _nl = _nkisim.nl
 
 
-def _shape(shape):
-    if isinstance(shape, int):
-        return [shape]
-    return [int(s) for s in shape]
+def _shape(shape, op="nl.ndarray"):
+    """The shape as a list of ints; anything but positive integers raises NkiValidationError."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        dims = list(shape)
+    except TypeError:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {op}: shape {shape!r}: must be a tuple of positive "
+            f"integers") from None
+    out = []
+    for i, s in enumerate(dims):
+        integral = isinstance(s, numbers.Integral) or hasattr(s, "__index__")
+        if not integral or isinstance(s, (bool, float)):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {op}: shape {tuple(dims)!r}: dim {i} is {s!r} "
+                f"({type(s).__name__}); every dim must be a positive integer")
+        v = int(s)
+        if v <= 0:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {op}: shape {tuple(dims)!r}: dim {i} is {v}; every dim "
+                f"must be a positive integer")
+        out.append(v)
+    return out
+
+
+def _check_hbm_capacity(shape, dtype, op):
+    """An HBM tensor must fit in the logical core's HBM (its share of the chip's)."""
+    from nki import _kernel
+    info = _kernel.profile_info()
+    lnc = max(1, _nkisim.num_programs()) if _nkisim.in_kernel() else 1
+    capacity = info["hbm_bytes_per_chip"] * lnc // max(1, info["physical_cores_per_chip"])
+    nbytes = dtype.itemsize
+    for s in shape:
+        nbytes *= s
+    if nbytes > capacity:
+        raise _nkisim.NkiValidationError(
+            f"out of resources: {op}: HBM tensor {tuple(shape)} {dtype.name} needs {nbytes} B; "
+            f"the logical core (LNC {lnc}) of profile {info['name']} has {capacity} B of HBM "
+            f"(hbm_bytes_per_chip * LNC / physical_cores_per_chip)")
 
 
 def _tile_shape(shape, op="nl.ndarray"):
@@ -22,7 +60,7 @@ def _tile_shape(shape, op="nl.ndarray"):
         raise _nkisim.NkiValidationError(
             f"invalid argument: {op}: SBUF and PSUM tensors exist only while a kernel runs: call "
             f"it from an nki.jit function (kernel(...) or nki.simulate(kernel)(...))")
-    shape = _shape(shape)
+    shape = _shape(shape, op)
     return shape + [1] if len(shape) == 1 else shape
 
 
@@ -39,6 +77,7 @@ def _hbm(shape, dtype, buffer, name):
 
 
 def _new_hbm(shape, dtype, region, name):
+    _check_hbm_capacity(_shape(shape), dtype, "nl.ndarray")
     view = _nkisim.TensorView.create(_shape(shape), _dtypes.c_of(dtype), name or "hbm_tensor")
     return NkiTensor(view, region, name)
 

@@ -113,7 +113,8 @@ class NkiTensor(NKIObject):
         return f"NkiTensor({self.shape}, {self.dtype!r}, buffer={self.buffer.name})"
 
     def _view(self, handle):
-        return NkiTensor(handle, self.buffer, self.name, self._base or self)
+        base = self._base if self._base is not None else self
+        return NkiTensor(handle, self.buffer, self.name, base)
 
     # --- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key):
