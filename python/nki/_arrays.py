@@ -13,9 +13,9 @@ Inputs are updated in place when the kernel wrote their HBM tensor.
 """
 import numpy as np
 
-import _nkisim
-from nki.language import _dtypes
-from nki.language._tensor import NkiTensor
+from nki._runtime import _nkisim
+from nki import dtype as _dtypes
+from nki.tensor import NkiTensor
 
 
 class Typed:

@@ -2,72 +2,19 @@
 (runtime/nisa/*.h), with its operand rules, result and cost on the current core's timeline. A
 broken rule raises NkiValidationError (an AssertionError, as the NKI simulator guide shows) with
 the runtime's message: instruction, operand, shape, dtype, memory and the rule."""
-import enum
-
-import _nkisim
-from nki import _api
-from nki.language import _dtypes
+from nki import _api, _runtime
+from nki._runtime import _nkisim
+from nki import dtype as _dtypes
+from nki.isa.constants import (  # noqa: F401
+    dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
+    reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
 from nki.language._ops import act_of, alu_of, power
-from nki.language._tensor import NKIObject, NkiTensor
+from nki.tensor import NKIObject, NkiTensor
 
 _isa = _nkisim.isa
 NkiValidationError = _nkisim.NkiValidationError
 
-
-class engine(enum.Enum):
-    tensor = 1
-    vector = 5
-    scalar = 2
-    gpsimd = 3
-    dma = 4
-    sync = 6
-    unknown = 0
-
-
-tensor_engine = engine.tensor
-vector_engine = engine.vector
-scalar_engine = engine.scalar
-gpsimd_engine = engine.gpsimd
-unknown_engine = engine.unknown
-
-
-class reduce_cmd(enum.Enum):
-    idle = 0
-    reset = 1
-    reduce = 2
-    reset_reduce = 3
-    load_reduce = 4
-
-
 _RC = reduce_cmd  # the parameters named reduce_cmd shadow the class
-
-
-class dge_mode(enum.Enum):
-    unknown = 0
-    swdge = 1
-    hwdge = 2
-    none = 3
-
-
-class oob_mode(enum.Enum):
-    error = 0
-    skip = 1
-
-
-class matmul_perf_mode(enum.Enum):
-    none = "none"
-    double_row = "double_row"
-
-
-class nc_version(enum.Enum):
-    gen2 = 2
-    gen3 = 3
-    gen4 = 4
-
-
-class dma_engine(enum.Enum):
-    dma = 1
-    gpsimd_dma = 2
 
 
 class NkiInstruction(NKIObject):
@@ -119,8 +66,7 @@ def _scalar(x, instruction, operand):
 
 
 def get_nc_version():
-    from nki import _kernel
-    return nc_version.gen4 if _kernel.profile_info()["peak_mx_tflops"] > 0 else nc_version.gen3
+    return nc_version.gen4 if _runtime.profile_info()["peak_mx_tflops"] > 0 else nc_version.gen3
 
 
 def get_nc_sub_version():

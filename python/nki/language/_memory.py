@@ -4,10 +4,11 @@ import numbers
 
 import numpy as np
 
-import _nkisim
-from nki.language import _dtypes
+from nki._runtime import _nkisim
+from nki import _runtime
+from nki import dtype as _dtypes
 from nki.language._ops import _tile
-from nki.language._tensor import NkiTensor, wrap
+from nki.tensor import NkiTensor, wrap
 
 _nl = _nkisim.nl
 
@@ -40,8 +41,7 @@ def _shape(shape, op="nl.ndarray"):
 
 def _check_hbm_capacity(shape, dtype, op):
     """An HBM tensor must fit in the logical core's HBM (its share of the chip's)."""
-    from nki import _kernel
-    info = _kernel.profile_info()
+    info = _runtime.profile_info()
     lnc = max(1, _nkisim.num_programs()) if _nkisim.in_kernel() else 1
     capacity = info["hbm_bytes_per_chip"] * lnc // max(1, info["physical_cores_per_chip"])
     nbytes = dtype.itemsize
@@ -70,8 +70,7 @@ def _hbm(shape, dtype, buffer, name):
     the two cores share HBM; nl.private_hbm stays each program's own."""
     region = _dtypes._region(buffer)
     if region is not _dtypes.private_hbm and _nkisim.num_programs() > 1:
-        from nki import _kernel
-        return _kernel.shared_allocation(_shape(shape), dtype, name,
+        return _runtime.shared_allocation(_shape(shape), dtype, name,
                                          lambda: _new_hbm(shape, dtype, region, name))
     return _new_hbm(shape, dtype, region, name)
 

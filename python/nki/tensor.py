@@ -8,9 +8,9 @@ on it keeps a size-1 slice (a result is always at least 2-D); in HBM an integer 
 """
 import numbers
 
-import _nkisim
+from nki._runtime import _nkisim
 from nki._api import unsupported_error
-from nki.language import _dtypes
+from nki import dtype as _dtypes
 
 
 class DynSlice:
@@ -149,15 +149,20 @@ class NkiTensor(NKIObject):
         return self._view(h)
 
     def __setitem__(self, key, value):
-        from nki import isa as nisa
+        """t[key] = tensor (a tensor_copy on chip, else a DMA) or a number (a memset)."""
         dst = self[key]
+        isa = _nkisim.isa
         if isinstance(value, NkiTensor):
             if dst.on_chip and value.on_chip:
-                nisa.tensor_copy(dst=dst, src=value)
+                isa.tensor_copy(dst._h, value._h, _nkisim.Engine.Vector)
             else:
-                nisa.dma_copy(dst=dst, src=value)
+                isa.dma_copy(dst._h, value._h)
+        elif dst.on_chip:
+            isa.memset(dst._h, float(value), _nkisim.Engine.Vector)
         else:
-            nisa.memset(dst=dst, value=value)
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.__setitem__: {dst!r} = {value!r}: a number can be "
+                f"set only in SBUF or PSUM (memset), not in HBM")
 
     # --- views ------------------------------------------------------------------------------
     def slice(self, dim, start, end, step=1):
@@ -166,8 +171,7 @@ class NkiTensor(NKIObject):
     def select(self, dim, index):
         """Drops `dim` at `index`: an int, a register, or a one-element tensor whose value is read
         now (the kernel runs eagerly, so the hardware's run-time index is known)."""
-        from nki._register import _int
-        return self._view(self._h.select(dim, _int(index)))
+        return self._view(self._h.select(dim, host_int(index)))
 
     def reshape(self, shape):
         shape = tuple(int(s) for s in shape)
@@ -236,8 +240,7 @@ class NkiTensor(NKIObject):
         if scalar_offset is not None:
             # The offset's value is known now (an int, a register, or a one-element tensor read
             # by the host): the access lands where the hardware's indirect DMA would put it.
-            from nki._register import _int
-            base += _int(scalar_offset) * h.strides[indirect_dim]
+            base += host_int(scalar_offset) * h.strides[indirect_dim]
         return self._view(h.ap(base, [(int(s), int(c)) for s, c in pattern]))
 
     def get_pattern(self):
@@ -268,6 +271,16 @@ class NkiTensor(NKIObject):
         """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
         import numpy as np
         return bool(np.all(self.numpy() != 0))
+
+
+def host_int(x):
+    """An index known now: an int, a register (anything with __index__), or the first element of
+    a tensor, read on the host (the kernel runs eagerly)."""
+    if x is None:
+        return 0
+    if isinstance(x, NkiTensor):
+        return int(x.numpy().ravel()[0])
+    return int(x)
 
 
 def _expand_ellipsis(key, rank):
