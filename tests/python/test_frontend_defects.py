@@ -8,7 +8,7 @@ import nki
 import nki.isa as nisa
 import nki.language as nl
 import nkisim
-from nki.language._tensor import NkiTensor
+from nki.tensor import NkiTensor
 from conftest import assert_close
 
 
