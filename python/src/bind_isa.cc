@@ -9,6 +9,8 @@
 
 #include "python/src/bindings.h"
 #include "runtime/nisa/nisa.h"
+#include "runtime/nisa/scan.h"
+#include "runtime/nisa/top8.h"
 
 namespace nkisim::python {
 namespace {
@@ -127,6 +129,18 @@ void BindReduceGatherRandom(py::module_& m) {
   });
 }
 
+// The instructions of issue 41 (runtime/nisa/scan.h, top8.h).
+void BindScanTop8(py::module_& m) {
+  DefNoGil(m, "tensor_tensor_scan",
+           [](const Tile& dst, const Tile& data0, const Tile& data1, const ScalarArg& initial,
+              nisa::AluOp op0, nisa::AluOp op1, bool reverse0, bool reverse1) {
+             nisa::tensor_tensor_scan(dst, data0, data1, ToScalar(initial), op0, op1, reverse0,
+                                      reverse1);
+           });
+  DefNoGil(m, "max8", &nisa::max8);
+  DefNoGil(m, "nc_find_index8", &nisa::nc_find_index8);
+}
+
 void BindCoreSync(py::module_& m) {
   DefNoGil(m, "sendrecv", &nisa::sendrecv);
   DefNoGil(m, "core_barrier", &nisa::core_barrier);
@@ -141,6 +155,7 @@ void BindIsa(py::module_& m) {
   BindPe(isa);
   BindElementwise(isa);
   BindReduceGatherRandom(isa);
+  BindScanTop8(isa);
   BindCoreSync(isa);
 }
 

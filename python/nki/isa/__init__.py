@@ -187,6 +187,32 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     return _DONE
 
 
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
+                       name=None):
+    """Per partition, in order: state = (data0[i] op0 state) op1 data1[i]; dst[i] = state, from
+    state = initial (a number or a [P, 1] tile), on the Vector engine."""
+    n = "tensor_tensor_scan"
+    _isa.tensor_tensor_scan(_tile(dst, n, "dst"), _tile(data0, n, "data0"),
+                            _tile(data1, n, "data1"), _scalar(initial, n, "initial"),
+                            alu_of(op0, n, "op0"), alu_of(op1, n, "op1"), bool(reverse0),
+                            bool(reverse1))
+    return _DONE
+
+
+def max8(dst, src, name=None):
+    """dst[P, 8] = the 8 largest values of each partition of src, descending (Vector engine)."""
+    _isa.max8(_tile(dst, "max8", "dst"), _tile(src, "max8", "src"))
+    return _DONE
+
+
+def nc_find_index8(dst, data, vals, name=None):
+    """dst[P, 8] (uint32 / uint16) = the index of the first occurrence in each partition of data
+    of each of the 8 vals of that partition; all ones where a value does not occur."""
+    n = "nc_find_index8"
+    _isa.nc_find_index8(_tile(dst, n, "dst"), _tile(data, n, "data"), _tile(vals, n, "vals"))
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -338,13 +364,13 @@ _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
         "activate2": _NO_INSTRUCTION, "affine_select": _NO_INSTRUCTION,
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
-        "local_gather": _NO_INSTRUCTION, "max8": _NO_INSTRUCTION,
-        "nc_find_index8": _NO_INSTRUCTION, "nc_match_replace8": _NO_INSTRUCTION,
+        "local_gather": _NO_INSTRUCTION,
+        "nc_match_replace8": _NO_INSTRUCTION,
         "nc_n_gather": _NO_INSTRUCTION, "nc_stream_shuffle": _NO_INSTRUCTION,
         "nonzero_with_count": _NO_INSTRUCTION, "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
-        "tensor_scalar_reduce": _NO_INSTRUCTION, "tensor_tensor_scan": _NO_INSTRUCTION,
+        "tensor_scalar_reduce": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
         "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
         "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",

@@ -1,0 +1,203 @@
+"""Instructions added for issue 41 (runtime/nisa/scan.cc, top8.cc), each against a plain numpy
+golden written from the NKI 0.6 ISA reference, and their documented error cases."""
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import nkisim
+from conftest import assert_close
+
+
+# --- tensor_tensor_scan ---------------------------------------------------------------------
+def scan_golden(d0, d1, init, op0, op1, reverse0=False, reverse1=False):
+    out = np.empty_like(d0, dtype=np.float64)
+    state = np.broadcast_to(np.asarray(init, np.float64).reshape(-1), (d0.shape[0],)).copy()
+    for i in range(d0.shape[1]):
+        a = op0(state, d0[:, i]) if reverse0 else op0(d0[:, i], state)
+        state = op1(d1[:, i], a) if reverse1 else op1(a, d1[:, i])
+        out[:, i] = state
+    return out
+
+
+@nki.jit
+def _scan(d0, d1, init, op0, op1, reverse0=False, reverse1=False):
+    a = nl.load(d0)
+    b = nl.load(d1)
+    out = nl.ndarray(d0.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray(d0.shape, dtype=nl.float32, buffer=nl.sbuf)
+    if not isinstance(init, (int, float)):
+        init = nl.load(init)
+    nisa.tensor_tensor_scan(dst=res, data0=a, data1=b, initial=init, op0=op0, op1=op1,
+                            reverse0=reverse0, reverse1=reverse1)
+    nl.store(out, res)
+    return out
+
+
+def test_scan_cumsum(rng):
+    # cumsum in the NKI library's form: state = (1 * state) + x
+    x = rng.standard_normal((128, 300)).astype(np.float32)
+    ones = np.ones_like(x)
+    out = _scan(ones, x, 0.0, nl.multiply, nl.add)
+    assert_close(out, np.cumsum(x.astype(np.float64), axis=1), atol=1e-4, rtol=1e-5)
+    assert_close(out, scan_golden(ones, x, 0.0, np.multiply, np.add), atol=1e-4, rtol=1e-5)
+
+
+def test_scan_linear_recurrence_with_tile_initial(rng):
+    # h = a * h + b, from a per-partition initial state (the mamba recurrence)
+    a = rng.uniform(0.5, 1.0, (64, 40)).astype(np.float32)
+    b = rng.standard_normal((64, 40)).astype(np.float32)
+    h0 = rng.standard_normal((64, 1)).astype(np.float32)
+    out = _scan(a, b, h0, nl.multiply, nl.add)
+    assert_close(out, scan_golden(a, b, h0[:, 0], np.multiply, np.add), atol=1e-4, rtol=1e-5)
+
+
+def test_scan_reversed_operands(rng):
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = rng.standard_normal((32, 16)).astype(np.float32)
+    out = _scan(a, b, 1.5, nl.subtract, nl.subtract, True, True)
+    golden = scan_golden(a, b, 1.5, np.subtract, np.subtract, True, True)
+    assert_close(out, golden, atol=1e-3, rtol=1e-5)
+
+
+def test_scan_shape_mismatch_is_refused():
+    @nki.jit
+    def k():
+        a = nl.zeros((128, 64), dtype=nl.float32)
+        b = nl.zeros((128, 32), dtype=nl.float32)
+        d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=d, data0=a, data1=b, initial=0.0, op0=nl.multiply,
+                                op1=nl.add)
+
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"tensor_tensor_scan: operand 'data1'.*64 elements per partition"):
+        k()
+
+
+def test_scan_both_in_psum_is_refused():
+    @nki.jit
+    def k():
+        a = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+        b = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+        d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=d, data0=a, data1=b, initial=0.0, op0=nl.multiply,
+                                op1=nl.add)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"tensor_tensor_scan.*both be in PSUM"):
+        k()
+
+
+def test_scan_bad_initial_tile_is_refused():
+    @nki.jit
+    def k():
+        a = nl.zeros((128, 64), dtype=nl.float32)
+        init = nl.zeros((128, 2), dtype=nl.float32)
+        nisa.tensor_tensor_scan(dst=a, data0=a, data1=a, initial=init, op0=nl.multiply,
+                                op1=nl.add)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'initial'.*\[128, 1\]"):
+        k()
+
+
+def test_scan_costs_vector_time_growing_with_length():
+    @nki.jit
+    def k(n):
+        a = nl.zeros((128, n), dtype=nl.float32)
+        nisa.tensor_tensor_scan(dst=a, data0=a, data1=a, initial=0.0, op0=nl.multiply,
+                                op1=nl.add)
+
+    busy = []
+    for n in (512, 4096):
+        k(n)
+        busy.append(nkisim.last_run().engine_busy_ns["Vector"])
+    assert 0 < busy[0] < busy[1]
+
+
+# --- max8 / nc_find_index8 ------------------------------------------------------------------
+def max8_golden(x):
+    return -np.sort(-x.reshape(x.shape[0], -1).astype(np.float64), axis=1)[:, :8]
+
+
+def find_index8_golden(data, vals, sentinel):
+    flat = data.reshape(data.shape[0], -1)
+    out = np.full(vals.shape, sentinel, dtype=np.float64)
+    for p in range(flat.shape[0]):
+        for k in range(8):
+            hits = np.nonzero(flat[p] == vals[p, k])[0]
+            if hits.size:
+                out[p, k] = hits[0]
+    return out
+
+
+@nki.jit
+def _max8(x):
+    out = nl.ndarray((x.shape[0], 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    top = nl.ndarray((x.shape[0], 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.max8(dst=top, src=nl.load(x))
+    nl.store(out, top)
+    return out
+
+
+def test_max8(rng):
+    x = rng.standard_normal((128, 1000)).astype(np.float32)
+    np.testing.assert_array_equal(_max8(x), max8_golden(x))
+
+
+def test_max8_with_ties_and_3d_source(rng):
+    x = rng.integers(-3, 4, size=(16, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(_max8(x), max8_golden(x))
+
+
+@nki.jit
+def _find_index8(data, vals, dtype):
+    out = nl.ndarray((data.shape[0], 8), dtype=dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((data.shape[0], 8), dtype=dtype, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=nl.load(data), vals=nl.load(vals))
+    nl.store(out, idx)
+    return out
+
+
+def test_max8_then_find_index8_is_top8_argmax(rng):
+    x = rng.standard_normal((128, 512)).astype(np.float32)
+    vals = max8_golden(x).astype(np.float32)
+    idx = _find_index8(x, vals, nl.uint32)
+    np.testing.assert_array_equal(idx, find_index8_golden(x, vals, 0xFFFFFFFF))
+    np.testing.assert_array_equal(idx, np.argsort(-x, axis=1, kind="stable")[:, :8])
+
+
+def test_find_index8_missing_value_is_all_ones(rng):
+    x = rng.integers(0, 50, size=(8, 64)).astype(np.float32)
+    vals = np.tile(np.array([0, 1, 2, 3, 100, 101, 5, 7], np.float32), (8, 1))
+    for dtype, sentinel in ((nl.uint32, 0xFFFFFFFF), (nl.uint16, 0xFFFF)):
+        idx = np.asarray(_find_index8(x, vals, dtype)).astype(np.int64)
+        np.testing.assert_array_equal(idx, find_index8_golden(x, vals, sentinel))
+
+
+def test_max8_too_few_elements_is_refused():
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"max8: operand 'src'.*8 to 16384 elements per partition, has 4"):
+        _max8(np.zeros((128, 4), np.float32))
+
+
+def test_max8_bad_dst_is_refused():
+    @nki.jit
+    def k():
+        src = nl.zeros((128, 64), dtype=nl.float32)
+        nisa.max8(dst=nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf), src=src)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"max8: operand 'dst'.*\[P, 8\]"):
+        k()
+
+
+def test_find_index8_float_dst_is_refused(rng):
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"nc_find_index8.*uint32 or uint16"):
+        _find_index8(x, x[:, :8], nl.float32)
+
+
+def test_find_index8_vals_not_8_is_refused(rng):
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"nc_find_index8: operand 'vals'.*8 elements per partition, has 4"):
+        _find_index8(x, np.zeros((16, 4), np.float32), nl.uint32)
