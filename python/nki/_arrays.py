@@ -43,6 +43,7 @@ def _torch():
 
 _TORCH_NAMES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16",
                 "int8": "int8", "uint8": "uint8", "int32": "int32", "bool": "bool_",
+                "float64": "float32", "int64": "int32",
                 "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
@@ -50,6 +51,7 @@ class Argument:
     """One kernel argument that is an array: its HBM tensor and how to hand results back."""
 
     def __init__(self, value, name, buffer):
+        self.name = name
         self.value = value
         self.torch_dtype = None
         array, dtype = self._host(value)
@@ -64,7 +66,13 @@ class Argument:
         torch = _torch()
         if torch is not None and isinstance(value, torch.Tensor):
             self.torch_dtype = value.dtype
-            dtype = _dtypes.resolve(_TORCH_NAMES[str(value.dtype).replace("torch.", "")])
+            torch_name = str(value.dtype).replace("torch.", "")
+            if torch_name not in _TORCH_NAMES:
+                raise _nkisim.NkiValidationError(
+                    f"invalid argument: kernel argument '{self_name(self)}': torch dtype "
+                    f"{value.dtype} has no HBM dtype in nkisim (supported: "
+                    f"{', '.join(sorted(_TORCH_NAMES))})")
+            dtype = _dtypes.resolve(_TORCH_NAMES[torch_name])
             return value.detach().cpu().float().numpy() if dtype.c not in _NATIVE else \
                 value.detach().cpu().numpy(), dtype
         array = np.asarray(value)
@@ -85,6 +93,10 @@ class Argument:
 
 _NATIVE = {d.c for d in (_dtypes.float32, _dtypes.float16, _dtypes.int8, _dtypes.uint8,
                          _dtypes.int32, _dtypes.uint16, _dtypes.uint32)}
+
+
+def self_name(arg):
+    return arg.name
 
 
 def is_array(value):
