@@ -47,7 +47,6 @@ def _not_here(what):
 _REASONS = {
     "permute": "on-chip tiles have no free-dim permutation in the runtime's Tile views "
                "(HBM tensors permute)",
-    "ap": "on-chip tiles take no access pattern in the runtime (HBM tensors do)",
     "rearrange": "einops-style patterns are not parsed; use reshape / permute",
     "vector_select": "per-partition indirect DMA addressing is not modelled",
     "indirect": "tensor indirection (NeuronCore-v4) is not modelled",
@@ -231,8 +230,10 @@ class NkiTensor(NKIObject):
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
            dtype=None):
+        if vector_offset is not None:
+            raise _not_here("vector_select")
         if self.on_chip:
-            raise _not_here("ap")
+            return self._tile_ap(pattern, offset, scalar_offset, indirect_dim, dtype)
         if vector_offset is not None:
             raise _not_here("vector_select")
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
@@ -242,6 +243,21 @@ class NkiTensor(NKIObject):
             # by the host): the access lands where the hardware's indirect DMA would put it.
             base += host_int(scalar_offset) * h.strides[indirect_dim]
         return self._view(h.ap(base, [(int(s), int(c)) for s, c in pattern]))
+
+    def _tile_ap(self, pattern, offset, scalar_offset, indirect_dim, dtype):
+        """SBUF / PSUM: pattern[0] is [partition step, partitions] (the partitions are always
+        consecutive; the step is the row length the storage offset counts in), the rest the
+        free dims' [step, count]; offsets are elements from this view's first element."""
+        pattern = [(int(s), int(c)) for s, c in pattern]
+        if not pattern:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {self!r}: the pattern is empty; it needs "
+                f"[partition step, partitions] first")
+        h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
+        base = 0 if offset is None else int(offset)
+        if scalar_offset is not None:
+            base += host_int(scalar_offset) * self.strides[indirect_dim]
+        return self._view(h.ap(pattern[0][1], pattern[1:], base))
 
     def get_pattern(self):
         return [[int(s), int(c)] for s, c in zip(self.strides, self.shape)]

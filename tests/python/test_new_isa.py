@@ -201,3 +201,64 @@ def test_find_index8_vals_not_8_is_refused(rng):
     with pytest.raises(nisa.NkiValidationError,
                        match=r"nc_find_index8: operand 'vals'.*8 elements per partition, has 4"):
         _find_index8(x, np.zeros((16, 4), np.float32), nl.uint32)
+
+
+# --- API corners: .ap on SBUF / PSUM tiles ----------------------------------------------------
+@nki.jit
+def _tile_ap(x, pattern, offset, out_shape):
+    t = nl.load(x)
+    v = t.ap(pattern, offset=offset)
+    res = nl.ndarray(out_shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res.reshape(v.shape), src=v)
+    out = nl.ndarray(out_shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, res)
+    return out
+
+
+def ap_golden(x, pattern, offset):
+    """numpy as_strided over the tile's storage (row-major [P, F]), from element `offset`."""
+    flat = x.reshape(-1)
+    row = x.shape[1]
+    (pstep, pcount), free = pattern[0], pattern[1:]
+    out = np.empty([pcount] + [c for _, c in free], x.dtype)
+    for p in range(pcount):
+        for idx in np.ndindex(*[c for _, c in free]):
+            e = offset % row + sum(i * s for i, (s, _) in zip(idx, free))
+            out[(p,) + idx] = flat[(offset // row + p) * row + e]
+    return out.reshape(pcount, -1)
+
+
+@pytest.mark.parametrize("pattern, offset", [
+    ([[32, 128], [1, 32]], None),              # the whole tile, as the reference's example
+    ([[32, 64], [2, 16]], 32 * 8 + 1),         # every other element of rows 8..71 from col 1
+    ([[32, 16], [1, 2], [2, 8]], 0),           # interleave: [1, 2] inner of [2, 8]
+    ([[32, 128], [0, 8]], 5),                  # column 5 repeated 8 times
+])
+def test_ap_on_sbuf(pattern, offset):
+    x = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    shape = (pattern[0][1], int(np.prod([c for _, c in pattern[1:]])))
+    out = _tile_ap(x, pattern, offset, shape)
+    np.testing.assert_array_equal(out, ap_golden(x, pattern, offset or 0))
+
+
+def test_ap_outside_the_tile_is_refused():
+    x = np.zeros((128, 32), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"ap of tile.*inside its row of 32"):
+        _tile_ap(x, [[32, 128], [1, 33]], 0, (128, 33))
+    with pytest.raises(nisa.NkiValidationError, match=r"ap of tile.*partitions inside"):
+        _tile_ap(x, [[32, 128], [1, 32]], 32, (128, 32))
+
+
+def test_ap_on_psum():
+    @nki.jit
+    def k(x):
+        acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=acc, src=nl.load(x))
+        res = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc.ap([[64, 128], [2, 32]]))
+        out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, res)
+        return out
+
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(k(x), x[:, ::2])
