@@ -262,3 +262,68 @@ def test_ap_on_psum():
 
     x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_array_equal(k(x), x[:, ::2])
+
+
+# --- API corners: partition broadcast, rsqrt on GpSimd ----------------------------------------
+@pytest.mark.parametrize("n", [64, 1300])
+def test_broadcast_to_from_one_partition(rng, n):
+    @nki.jit
+    def k(row):
+        r = nl.load(row)                       # [1, n]
+        b = nl.broadcast_to(r, (128, n))
+        out = nl.ndarray((128, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, b)
+        return out
+
+    row = rng.standard_normal((1, n)).astype(np.float32)
+    np.testing.assert_array_equal(k(row), np.repeat(row, 128, axis=0))
+    busy = nkisim.last_run().engine_busy_ns
+    assert busy["PE"] > 0  # the copy across partitions is the PE's
+
+
+def test_broadcast_to_one_partition_and_free_dim():
+    @nki.jit
+    def k(v):
+        b = nl.broadcast_to(nl.load(v), (64, 16))   # [1, 1] -> [64, 16]
+        out = nl.ndarray((64, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, b)
+        return out
+
+    np.testing.assert_array_equal(k(np.full((1, 1), 3.5, np.float32)), np.full((64, 16), 3.5))
+
+
+def test_broadcast_to_integer_partitions_is_refused():
+    @nki.jit
+    def k(v):
+        nl.broadcast_to(nl.load(v), (128, 8))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"broadcast_to.*float dtypes, not int32"):
+        k(np.zeros((1, 8), np.int32))
+
+
+def test_tensor_scalar_rsqrt_on_gpsimd(rng):
+    @nki.jit
+    def k(x):
+        t = nl.load(x)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=t, op0=nl.rsqrt, operand0=None, op1=nl.multiply,
+                           operand1=2.0, engine=nisa.gpsimd_engine)
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    x = rng.uniform(0.01, 100.0, (128, 256)).astype(np.float32)
+    out = k(x)
+    assert_close(out, 2.0 / np.sqrt(x.astype(np.float64)), atol=0, rtol=1e-5)
+    busy = nkisim.last_run().engine_busy_ns
+    assert busy["GpSimd"] > 0 and busy.get("Vector", 0) == 0
+
+
+def test_tensor_scalar_rsqrt_with_an_operand_is_refused():
+    @nki.jit
+    def k():
+        t = nl.ones((128, 8), dtype=nl.float32)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.rsqrt, operand0=2.0)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"rsqrt is unary: operand0 must be None"):
+        k()

@@ -8,7 +8,7 @@ from nki import dtype as _dtypes
 from nki.isa.constants import (  # noqa: F401
     dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
     reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
-from nki.language._ops import act_of, alu_of, power
+from nki.language._ops import act_of, alu_of, power, rsqrt
 from nki.tensor import NKIObject, NkiTensor
 
 _isa = _nkisim.isa
@@ -176,14 +176,26 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
     return _DONE
 
 
-def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None,
+def tensor_scalar(dst, data, op0, operand0=None, reverse0=False, op1=None, operand1=None,
                   reverse1=False, engine=engine.unknown, name=None):
+    default = _nkisim.Engine.Vector
+    if op0 is rsqrt:
+        # The unary op0 the reference allows here (GpSimd is the engine it names for it): one
+        # GpSimd ALU instruction data ** -0.5.
+        if operand0 not in (None, 0, 0.0):
+            raise NkiValidationError(
+                f"invalid argument: tensor_scalar: op0 rsqrt is unary: operand0 must be None or "
+                f"0, got {operand0!r}")
+        op0, operand0, reverse0, default = power, -0.5, False, _nkisim.Engine.GpSimd
+    elif operand0 is None:
+        raise NkiValidationError(
+            f"invalid argument: tensor_scalar: operand0 is None but op0 {op0!r} is binary")
     _isa.tensor_scalar(_tile(dst, "tensor_scalar", "dst"), _tile(data, "tensor_scalar", "data"),
                        alu_of(op0, "tensor_scalar", "op0"),
                        _scalar(operand0, "tensor_scalar", "operand0"), bool(reverse0),
                        alu_of(op1, "tensor_scalar", "op1"),
                        _scalar(0.0 if operand1 is None else operand1, "tensor_scalar", "operand1"),
-                       bool(reverse1), _engine(engine, _nkisim.Engine.Vector, "tensor_scalar"))
+                       bool(reverse1), _engine(engine, default, "tensor_scalar"))
     return _DONE
 
 

@@ -165,11 +165,43 @@ def expand_dims(x, axis):
 
 
 def broadcast_to(x, shape, dtype=None):
-    view = x._view(_nl.broadcast_to(x._h, _shape(shape)))
+    """A view of x repeated along its size-1 free dims. An on-chip x of one partition broadcast
+    to more partitions is copied instead (the partition dim has no zero stride): a ones-vector
+    nc_matmul on the PE per 512 columns, each evacuated from PSUM by a Vector tensor_copy, as the
+    hardware's partition broadcast is done."""
+    shape = _shape(shape, "nl.broadcast_to")
+    if x.on_chip and x.shape[0] == 1 and shape[0] > 1:
+        x = _partition_broadcast(x, shape[0])
+    view = x._view(_nl.broadcast_to(x._h, shape))
     if dtype is None or _dtypes.resolve(dtype) is x.dtype:
         return view
     from nki.language._ops import copy
     return copy(view, dtype)
+
+
+def _partition_broadcast(x, partitions):
+    """x [1, free...] (on chip) copied onto `partitions` partitions: out = ones[1, P].T @ x."""
+    if not _nkisim.dtype_is_float(x.dtype.c):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: nl.broadcast_to: {x!r} to {partitions} partitions: a partition "
+            f"broadcast runs on the PE, which takes float dtypes, not {x.dtype.name}")
+    if partitions > 128:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: nl.broadcast_to: {x!r} to {partitions} partitions: at most 128")
+    n = x.size
+    src = x._h
+    if not src.free_contiguous():
+        src = _nl.ndarray([1, n], x.dtype.c, False, "broadcast_to.src")
+        _nkisim.isa.tensor_copy(src.reshape(list(x.shape[1:])), x._h, _nkisim.Engine.Vector)
+    src = src.reshape([n])
+    ones = _nl.full([1, partitions], 1.0, x.dtype.c, False, "broadcast_to.ones")
+    out = _nl.ndarray([partitions, n], x.dtype.c, False, "broadcast_to")
+    for c0 in range(0, n, 512):
+        w = min(512, n - c0)
+        acc = _nl.ndarray([partitions, w], _dtypes.float32.c, True, "broadcast_to.psum")
+        _nkisim.isa.nc_matmul(acc, ones, src.slice(1, c0, c0 + w), False)
+        _nkisim.isa.tensor_copy(out.slice(1, c0, c0 + w), acc, _nkisim.Engine.Vector)
+    return NkiTensor(out.reshape(list(x.shape[1:])), _dtypes.sbuf, x.name)
 
 
 def shared_constant(constant, dtype=None):
