@@ -11,6 +11,8 @@
 #include "runtime/nisa/nisa.h"
 #include "runtime/nisa/scan.h"
 #include "runtime/nisa/top8.h"
+#include "runtime/nisa/shuffle.h"
+#include "runtime/nisa/affine_select.h"
 
 namespace nkisim::python {
 namespace {
@@ -139,6 +141,8 @@ void BindScanTop8(py::module_& m) {
            });
   DefNoGil(m, "max8", &nisa::max8);
   DefNoGil(m, "nc_find_index8", &nisa::nc_find_index8);
+  DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
+  DefNoGil(m, "affine_select", &nisa::affine_select);
 }
 
 void BindCoreSync(py::module_& m) {

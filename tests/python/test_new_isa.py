@@ -327,3 +327,106 @@ def test_tensor_scalar_rsqrt_with_an_operand_is_refused():
 
     with pytest.raises(nisa.NkiValidationError, match=r"rsqrt is unary: operand0 must be None"):
         k()
+
+
+# --- nc_stream_shuffle ------------------------------------------------------------------------
+def shuffle_golden(dst, src, mask):
+    out = dst.copy()
+    for p in range(dst.shape[0]):
+        m = mask[p % 32]
+        if m != 255:
+            out[p] = src[(p // 32) * 32 + m]
+    return out
+
+
+@nki.jit
+def _shuffle(x, init, mask, in_place=False):
+    s = nl.load(x)
+    d = s if in_place else nl.load(init)
+    nisa.nc_stream_shuffle(dst=d, src=s, shuffle_mask=mask)
+    out = nl.ndarray(init.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_stream_shuffle_reverse_each_quadrant(rng):
+    x = rng.standard_normal((128, 40)).astype(np.float32)
+    init = rng.standard_normal((128, 40)).astype(np.float32)
+    mask = list(range(31, -1, -1))
+    np.testing.assert_array_equal(_shuffle(x, init, mask), shuffle_golden(init, x, mask))
+
+
+def test_stream_shuffle_keep_and_broadcast_in_place(rng):
+    x = rng.standard_normal((64, 8)).astype(np.float32)
+    mask = [0] * 16 + [255] * 16   # partition 0 of the quadrant to the first 16, rest kept
+    np.testing.assert_array_equal(_shuffle(x, x, mask, True), shuffle_golden(x, x, mask))
+
+
+def test_stream_shuffle_bad_mask_is_refused():
+    x = np.zeros((32, 8), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"shuffle_mask has 31 entries.*32"):
+        _shuffle(x, x, list(range(31)))
+    with pytest.raises(nisa.NkiValidationError, match=r"shuffle_mask\[3\] is 40.*255"):
+        _shuffle(x, x, [0, 1, 2, 40] + [0] * 28)
+
+
+def test_stream_shuffle_start_partition_rule():
+    @nki.jit
+    def k():
+        t = nl.zeros((128, 8), dtype=nl.float32)
+        nisa.nc_stream_shuffle(dst=t[32:96, :], src=t[32:96, :], shuffle_mask=list(range(32)))
+
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"starts at partition 32; with 64 active partitions.*0 or 64"):
+        k()
+
+
+# --- affine_select ----------------------------------------------------------------------------
+def affine_select_golden(on_true, pattern, cm, on_false, cmp, offset):
+    P = on_true.shape[0]
+    counts = [c for _, c in pattern]
+    out = on_true.reshape(P, -1).astype(np.float64).copy()
+    for p in range(P):
+        for e, idx in enumerate(np.ndindex(*counts)):
+            v = offset + cm * p + sum(s * i for (s, _), i in zip(pattern, idx))
+            if not cmp(v, 0):
+                out[p, e] = on_false
+    return out
+
+
+@nki.jit
+def _affine_select(x, pattern, cm, on_false, cmp_op, offset):
+    t = nl.load(x)
+    d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(dst=d, pattern=pattern, channel_multiplier=cm, on_true_tile=t,
+                       on_false_value=on_false, cmp_op=cmp_op, offset=offset)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_affine_select_causal_mask(rng):
+    # keep x[p, j] where p - j >= 0 (lower triangle), -inf-like elsewhere
+    x = rng.standard_normal((128, 128)).astype(np.float32)
+    out = _affine_select(x, [[-1, 128]], 1, -9984.0, nl.greater_equal, 0)
+    np.testing.assert_array_equal(out, affine_select_golden(x, [(-1, 128)], 1, -9984.0,
+                                                            np.greater_equal, 0))
+    np.testing.assert_array_equal(out, np.where(np.tril(np.ones((128, 128))) > 0, x, -9984.0))
+
+
+def test_affine_select_2d_pattern_equal(rng):
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    pattern = [[4, 4], [-1, 6]]
+    out = _affine_select(x, pattern, -2, 0.0, nl.equal, 3)
+    np.testing.assert_array_equal(out, affine_select_golden(x, pattern, -2, 0.0, np.equal, 3))
+
+
+def test_affine_select_pattern_size_mismatch_is_refused():
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"affine_select.*pattern \[1, 10\].*multiply to the elements"):
+        _affine_select(np.zeros((8, 12), np.float32), [[1, 10]], 0, 0.0, nl.equal, 0)
+
+
+def test_affine_select_non_comparison_is_refused():
+    with pytest.raises(nisa.NkiValidationError, match=r"cmp_op add is not a comparison"):
+        _affine_select(np.zeros((8, 12), np.float32), [[1, 12]], 0, 0.0, nl.add, 0)

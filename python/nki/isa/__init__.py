@@ -8,7 +8,7 @@ from nki import dtype as _dtypes
 from nki.isa.constants import (  # noqa: F401
     dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
     reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
-from nki.language._ops import act_of, alu_of, power, rsqrt
+from nki.language._ops import act_of, alu_of, equal, power, rsqrt
 from nki.tensor import NKIObject, NkiTensor
 
 _isa = _nkisim.isa
@@ -225,6 +225,26 @@ def nc_find_index8(dst, data, vals, name=None):
     return _DONE
 
 
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
+    """Within each 32-partition quadrant, dst partition i = src partition shuffle_mask[i] (255:
+    dst partition i unmodified), on the Vector engine; dst may be src."""
+    n = "nc_stream_shuffle"
+    _isa.nc_stream_shuffle(_tile(dst, n, "dst"), _tile(src, n, "src"),
+                           [int(m) for m in shuffle_mask])
+    return _DONE
+
+
+def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal,
+                  offset=0, name=None):
+    """dst = cmp_op(offset + channel_multiplier * p + sum step * i, 0) ? on_true_tile :
+    on_false_value, the predicate generated per element on GpSimd (causal masks)."""
+    n = "affine_select"
+    _isa.affine_select(_tile(dst, n, "dst"), [(int(s), int(c)) for s, c in pattern],
+                       int(channel_multiplier), _tile(on_true_tile, n, "on_true_tile"),
+                       float(on_false_value), alu_of(cmp_op, n, "cmp_op"), int(offset))
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -374,11 +394,11 @@ def core_barrier(data, cores, engine=engine.gpsimd, name=None):
 # --- The 0.6 instructions nkisim's ISA does not have -------------------------------------------
 _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
-        "activate2": _NO_INSTRUCTION, "affine_select": _NO_INSTRUCTION,
+        "activate2": _NO_INSTRUCTION,
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
         "nc_match_replace8": _NO_INSTRUCTION,
-        "nc_n_gather": _NO_INSTRUCTION, "nc_stream_shuffle": _NO_INSTRUCTION,
+        "nc_n_gather": _NO_INSTRUCTION,
         "nonzero_with_count": _NO_INSTRUCTION, "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
