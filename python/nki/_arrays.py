@@ -115,8 +115,13 @@ def to_host(value, torch_out=False):
         if torch_out:
             torch = _torch()
             name = "bool" if value.dtype.name == "bool_" else value.dtype.name
-            # A dtype torch lacks (fp8 e4m3 of trn2, uint32) stays the float32 / integer array.
-            return torch.from_numpy(array).to(getattr(torch, name, torch.from_numpy(array).dtype))
+            # A dtype torch lacks comes back in one that holds its values: fp8 e4m3 (trn2) as
+            # float32, uint16 / uint32 (torch 1.13 has neither) as int32 / int64.
+            if array.dtype in (np.uint16, np.uint32):
+                array = array.astype(np.int32 if array.dtype == np.uint16 else np.int64)
+            t = torch.from_numpy(array)
+            return t.to(getattr(torch, name, t.dtype)) if hasattr(torch, name) and \
+                name not in ("uint16", "uint32") else t
         return array
     if isinstance(value, (list, tuple)):
         return type(value)(to_host(v, torch_out) for v in value)

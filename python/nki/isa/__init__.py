@@ -113,9 +113,9 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
               is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
               perf_mode=matmul_perf_mode.none, name=None):
     """dst (PSUM) = or += stationary.T @ moving on the PE array."""
-    if is_transpose:
-        raise _api.unsupported_error("nki.isa.nc_matmul(is_transpose=True)",
-                                     "use nisa.nc_transpose(engine=nisa.tensor_engine)")
+    # is_transpose=True (transpose mode: an identity as moving) is the same product on the PE;
+    # what nkisim leaves out is its bit accuracy for NaN / Inf (here 0 * Inf is NaN as in any
+    # matmul).
     _check_tiling(stationary, tile_position, tile_size)
     if accumulate is None:
         accumulate = _auto_accumulate(dst)
