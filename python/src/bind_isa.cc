@@ -13,6 +13,7 @@
 #include "runtime/nisa/top8.h"
 #include "runtime/nisa/shuffle.h"
 #include "runtime/nisa/affine_select.h"
+#include "runtime/nisa/nonzero.h"
 
 namespace nkisim::python {
 namespace {
@@ -143,6 +144,7 @@ void BindScanTop8(py::module_& m) {
   DefNoGil(m, "nc_find_index8", &nisa::nc_find_index8);
   DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
   DefNoGil(m, "affine_select", &nisa::affine_select);
+  DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
 }
 
 void BindCoreSync(py::module_& m) {

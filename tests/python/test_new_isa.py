@@ -430,3 +430,53 @@ def test_affine_select_pattern_size_mismatch_is_refused():
 def test_affine_select_non_comparison_is_refused():
     with pytest.raises(nisa.NkiValidationError, match=r"cmp_op add is not a comparison"):
         _affine_select(np.zeros((8, 12), np.float32), [[1, 12]], 0, 0.0, nl.add, 0)
+
+
+# --- nonzero_with_count -----------------------------------------------------------------------
+def nonzero_golden(src, init, index_offset, padding_val):
+    out = init.astype(np.int64).copy()
+    for p in range(0, src.shape[0], 16):
+        idx = [i + index_offset for i in range(src.shape[1]) if src[p, i] != 0]
+        row = idx + [padding_val] * (src.shape[1] - len(idx)) + [len(idx)]
+        out[p] = row
+    return out
+
+
+@nki.jit
+def _nonzero(x, init, index_offset, padding_val):
+    s = nl.load(x)
+    d = nl.load(init)
+    nisa.nonzero_with_count(dst=d, src=s, index_offset=index_offset, padding_val=padding_val)
+    out = nl.ndarray(init.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_nonzero_with_count(rng):
+    x = (rng.random((128, 40)) > 0.6).astype(np.float32) * rng.standard_normal((128, 40))
+    x = x.astype(np.float32)
+    init = np.full((128, 41), 7, np.int32)   # partitions other than 0, 16, ... stay as they are
+    out = _nonzero(x, init, 16, -1)
+    np.testing.assert_array_equal(out, nonzero_golden(x, init, 16, -1))
+
+
+def test_nonzero_with_count_reference_example():
+    x = np.zeros((16, 8), np.float32)
+    x[0] = [0, 1, 1, 0, 0, 1, 0, 0]
+    out = _nonzero(x, np.zeros((16, 9), np.int32), 16, -1)
+    np.testing.assert_array_equal(out[0], [17, 18, 21, -1, -1, -1, -1, -1, 3])
+
+
+def test_nonzero_with_count_rules():
+    x = np.ones((16, 8), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*elements per partition \+ 1"):
+        _nonzero(x, np.zeros((16, 8), np.int32), 0, -1)
+
+    @nki.jit
+    def k():
+        s = nl.ones((16, 8), dtype=nl.float32)
+        d = nl.ndarray((16, 9), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nonzero_with_count(dst=d, src=s)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*dtype must be int32"):
+        k()

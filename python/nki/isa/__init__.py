@@ -245,6 +245,15 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
     return _DONE
 
 
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
+    """On partitions 0, 16, ..., 112: dst = [indices of src's nonzeros + index_offset, then
+    padding_val, then their count] (GpSimd)."""
+    n = "nonzero_with_count"
+    _isa.nonzero_with_count(_tile(dst, n, "dst"), _tile(src, n, "src"), int(index_offset),
+                            int(padding_val))
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -399,7 +408,7 @@ for _name, _reason in {
         "local_gather": _NO_INSTRUCTION,
         "nc_match_replace8": _NO_INSTRUCTION,
         "nc_n_gather": _NO_INSTRUCTION,
-        "nonzero_with_count": _NO_INSTRUCTION, "range_select": _NO_INSTRUCTION,
+        "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "tensor_scalar_reduce": _NO_INSTRUCTION,
