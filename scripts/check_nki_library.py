@@ -63,6 +63,31 @@ def _nonzero(t_len, cols):
     return make
 
 
+def _norm(b, s, h, beta=False):
+    def make(t, g):
+        x = _randn(t, g, b, s, h).to(t.float16)
+        gamma = _randn(t, g, 1, h).to(t.float16)
+        args = {"input": x, "gamma": gamma,
+                "output": t.zeros((128, b * s, h // 128), dtype=t.float16)}
+        if beta:
+            args["beta"] = _randn(t, g, 1, h).to(t.float16)
+        ref = dict(args)
+        ref.update({k: v.float() for k, v in args.items()})
+        return args, ref
+    return make
+
+
+def _indexed_flatten(T, E, f_len):
+    def make(t, g):
+        x = t.arange(E * T, dtype=t.int32).reshape(E, T)
+        output_len = ((E * T + 1024 + 127) // 128) * 128
+        offsets = t.tensor([T // f_len * i for i in range(E)], dtype=t.int32)
+        args = {"input_tensor": x, "f_len": f_len, "output_len": output_len,
+                "row_offsets": offsets, "row_offsets_start": None, "padding_val": -1}
+        return args, dict(args)
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -78,6 +103,18 @@ CASES = [
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [
         ("x[256,8] fp32", _nonzero(256, 8), 0, 0),
+    ]),
+    ("subkernels.indexed_flatten:indexed_flatten",
+     "subkernels.indexed_flatten_torch:indexed_flatten_torch_ref", [
+        ("T 4096, E 2, f_len 128 int32, LNC 2", _indexed_flatten(4096, 2, 128), 0, 0, 2),
+    ]),
+    ("subkernels.rmsnorm_tkg:rmsnorm_tkg",
+     "subkernels.rmsnorm_torch:rmsnorm_tkg_torch_ref_lnc1", [
+        ("x[1,4,2048] fp16", _norm(1, 4, 2048), 1e-2, 1e-2),
+    ]),
+    ("subkernels.layernorm_tkg:layernorm_tkg",
+     "subkernels.layernorm_torch:layernorm_tkg_torch_ref_lnc1", [
+        ("x[1,4,2048] fp16 + beta", _norm(1, 4, 2048, beta=True), 1e-2, 1e-2),
     ]),
 ]
 
@@ -110,13 +147,13 @@ def _np(x):
     return np.asarray(x)
 
 
-def run_case(kernel, ref, make, atol, rtol):
+def run_case(kernel, ref, make, atol, rtol, lnc=1):
     import nki
     t = _torch()
     g = t.Generator().manual_seed(0)
     kargs, rargs = make(t, g)
     golden = _as_list(ref(**rargs))
-    actual = _as_list(nki.cpu_simulate(kernel)[1](**kargs))
+    actual = _as_list(nki.cpu_simulate(kernel)[lnc](**kargs))
     if len(actual) != len(golden):
         return f"WRONG ({len(actual)} outputs, the reference has {len(golden)})"
     worst = 0.0
@@ -165,9 +202,9 @@ def main():
                 print(f"| {kspec} | {name} | ERROR ({_first_missing(e)}) |")
                 counts["ERROR"] += 1
             continue
-        for name, make, atol, rtol in cases:
+        for name, make, atol, rtol, *lnc in cases:
             try:
-                result = run_case(kernel, ref, make, atol, rtol)
+                result = run_case(kernel, ref, make, atol, rtol, *lnc)
             except Exception as e:  # noqa: BLE001
                 if os.environ.get("CHECK_NKI_LIBRARY_TRACE"):
                     traceback.print_exc()
@@ -178,6 +215,11 @@ def main():
         if mod in covered:
             continue
         kernel_mod = mod[:-len("_torch")] if mod.endswith("_torch") else mod
+        kernel_mod = {"subkernels.rmsnorm": "subkernels.rmsnorm_tkg",
+                      "subkernels.layernorm": "subkernels.layernorm_tkg",
+                      "topk.torch_ref": "topk.rotational_topk",
+                      "transformer.transformer_tkg": "transformer (no kernel module)"}.get(
+                          kernel_mod, kernel_mod)
         try:
             importlib.import_module(PKG + mod)
             importlib.import_module(PKG + kernel_mod)
