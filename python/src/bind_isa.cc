@@ -14,6 +14,7 @@
 #include "runtime/nisa/shuffle.h"
 #include "runtime/nisa/affine_select.h"
 #include "runtime/nisa/nonzero.h"
+#include "runtime/nisa/scalar_reduce.h"
 
 namespace nkisim::python {
 namespace {
@@ -142,9 +143,22 @@ void BindScanTop8(py::module_& m) {
            });
   DefNoGil(m, "max8", &nisa::max8);
   DefNoGil(m, "nc_find_index8", &nisa::nc_find_index8);
+  DefNoGil(m, "nc_match_replace8",
+           [](const Tile& dst, const Tile& data, const Tile& vals, float imm,
+              const std::optional<Tile>& dst_idx) {
+             nisa::nc_match_replace8(dst, data, vals, imm, dst_idx.value_or(Tile()));
+           });
   DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
   DefNoGil(m, "affine_select", &nisa::affine_select);
   DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
+  DefNoGil(m, "tensor_scalar_reduce",
+           [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
+              nisa::AluOp reduce_op, const std::optional<Tile>& reduce_res, bool load_init,
+              const ScalarArg& reduce_init, bool negate) {
+             nisa::tensor_scalar_reduce(dst, data, op0, ToScalar(operand0), reduce_op,
+                                        reduce_res.value_or(Tile()), load_init,
+                                        ToScalar(reduce_init), negate);
+           });
 }
 
 void BindCoreSync(py::module_& m) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
@@ -71,17 +72,71 @@ void nc_find_index8(const Tile& dst, const Tile& data, const Tile& vals) {
   const int64_t n = data.free_size();
   float* x = ScratchRow(0, n);
   float v[8], out[8];
+  std::vector<bool> taken;
   for (int64_t p = 0; Functional() && p < data.partitions(); ++p) {
     data.ReadRow(p, x);
     vals.ReadRow(p, v);
+    taken.assign(static_cast<size_t>(n), false);
     for (int k = 0; k < 8; ++k) {
-      const float* hit = std::find(x, x + n, v[k]);
-      out[k] = hit == x + n ? none : static_cast<float>(hit - x);
+      int64_t i = 0;
+      while (i < n && (x[i] != v[k] || taken[i])) ++i;
+      if (i < n) taken[i] = true;
+      out[k] = i == n ? none : static_cast<float>(i);
     }
     dst.WriteRow(p, out);
   }
   issue.Commit(ComputeOpNs(issue.profile(), Engine::kVector, n, SizeOf(data.dtype()) <= 2),
                Bytes(data, dst) + vals.numel() * SizeOf(vals.dtype()), 0);
+}
+
+void nc_match_replace8(const Tile& dst, const Tile& data, const Tile& vals, float imm,
+                       const Tile& dst_idx) {
+  constexpr const char* kInst = "nc_match_replace8";
+  Issue issue(kInst, Engine::kVector);
+  issue.Reads("data", data).Reads("vals", vals).Writes("dst", dst);
+  if (dst_idx.valid()) issue.Writes("dst_idx", dst_idx);
+  CheckRow(kInst, "data", data);
+  if (vals.free_size() != 8) {
+    Illegal(kInst, "vals", vals, StrCat("must have 8 elements per partition, has ",
+                                        vals.free_size()));
+  }
+  CheckSamePartitions(kInst, "data", data, "vals", vals);
+  CheckSamePartitions(kInst, "data", data, "dst", dst);
+  if (dst.free_size() != data.free_size()) {
+    Illegal(kInst, "dst", dst, StrCat("must have data's ", data.free_size(),
+                                      " elements per partition"));
+  }
+  float none = -1.0f;
+  if (dst_idx.valid()) {
+    CheckOut(kInst, dst_idx, "data", data);
+    const DType t = dst_idx.dtype();
+    if (t != DType::kUInt32 && t != DType::kUInt16 && t != DType::kInt32) {
+      Illegal(kInst, "dst_idx", dst_idx, "index dtype must be uint32, uint16 or int32");
+    }
+    none = t == DType::kUInt32 ? 4294967295.0f : t == DType::kUInt16 ? 65535.0f : -1.0f;
+  }
+  const int64_t n = data.free_size();
+  float* x = ScratchRow(0, n);
+  float v[8], idx[8];
+  std::vector<bool> taken;
+  for (int64_t p = 0; Functional() && p < data.partitions(); ++p) {
+    data.ReadRow(p, x);
+    vals.ReadRow(p, v);
+    taken.assign(static_cast<size_t>(n), false);
+    for (int k = 7; k >= 0; --k) {
+      int64_t i = 0;
+      while (i < n && (x[i] != v[k] || taken[i])) ++i;
+      idx[k] = i == n ? none : static_cast<float>(i);
+      if (i < n) taken[i] = true;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (taken[i]) x[i] = imm;
+    }
+    dst.WriteRow(p, x);
+    if (dst_idx.valid()) dst_idx.WriteRow(p, idx);
+  }
+  issue.Commit(ComputeOpNs(issue.profile(), Engine::kVector, n, SizeOf(data.dtype()) <= 2),
+               2 * Bytes(data, dst), 0);
 }
 
 }  // namespace nkisim::nisa

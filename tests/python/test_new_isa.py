@@ -480,3 +480,119 @@ def test_nonzero_with_count_rules():
 
     with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*dtype must be int32"):
         k()
+
+
+# --- nc_find_index8 duplicates / nc_match_replace8 ---------------------------------------------
+def find_index8_dup_golden(data, vals, sentinel, reverse=False):
+    """Each val takes the first occurrence no equal val before it (in processing order) took."""
+    flat = data.reshape(data.shape[0], -1)
+    out = np.full(vals.shape, sentinel, dtype=np.float64)
+    replaced = flat.astype(np.float64).copy()
+    for p in range(flat.shape[0]):
+        taken = set()
+        for k in (range(7, -1, -1) if reverse else range(8)):
+            for i in range(flat.shape[1]):
+                if flat[p, i] == vals[p, k] and i not in taken:
+                    taken.add(i)
+                    out[p, k] = i
+                    break
+        for i in taken:
+            replaced[p, i] = np.nan
+    return out, replaced
+
+
+def test_find_index8_duplicate_vals_take_successive_occurrences():
+    data = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    vals = np.array([[3, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    idx = _find_index8(data, vals, nl.uint32)
+    np.testing.assert_array_equal(idx[0], [2, 4, 5, 6, 7, 8, 9, 10])
+    np.testing.assert_array_equal(idx, find_index8_dup_golden(data, vals, 0xFFFFFFFF)[0])
+
+
+@nki.jit
+def _match_replace8(data, vals, imm):
+    d = nl.load(data)
+    out = nl.ndarray(data.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    idx_out = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    r = nl.ndarray(data.shape, dtype=nl.float32, buffer=nl.sbuf)
+    idx = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_match_replace8(dst=r, data=d, vals=nl.load(vals), imm=imm, dst_idx=idx)
+    nl.store(out, r)
+    nl.store(idx_out, idx)
+    return out, idx_out
+
+
+def test_match_replace8_reference_example():
+    data = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    vals = np.array([[3, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    out, idx = _match_replace8(data, vals, -1.0)
+    np.testing.assert_array_equal(idx[0], [2, 10, 9, 8, 7, 6, 5, 4])
+    np.testing.assert_array_equal(out[0], [1, 2, -1, 4, -1, -1, -1, -1, -1, -1, -1])
+
+
+def test_match_replace8_top8_mask(rng):
+    x = rng.standard_normal((128, 300)).astype(np.float32)
+    vals = max8_golden(x).astype(np.float32)
+    out, idx = _match_replace8(x, vals, -1e9)
+    g_idx, g_rep = find_index8_dup_golden(x, vals, 0xFFFFFFFF, reverse=True)
+    np.testing.assert_array_equal(idx, g_idx)
+    np.testing.assert_array_equal(out, np.where(np.isnan(g_rep), -1e9, x))
+
+
+def test_match_replace8_bad_dst_is_refused():
+    @nki.jit
+    def k():
+        d = nl.zeros((16, 64), dtype=nl.float32)
+        v = nl.zeros((16, 8), dtype=nl.float32)
+        nisa.nc_match_replace8(dst=nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf),
+                               data=d, vals=v, imm=0.0)
+
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"nc_match_replace8: operand 'dst'.*64 elements per partition"):
+        k()
+
+
+# --- tensor_scalar_reduce ---------------------------------------------------------------------
+@nki.jit
+def _ts_reduce(x, op0, operand0, reduce_op, cmd=nisa.reduce_cmd.reset_reduce, init=None,
+               negate=False):
+    t = nl.load(x)
+    d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    if init is not None and not isinstance(init, float):
+        init = nl.load(init)
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=op0, operand0=operand0, reduce_op=reduce_op,
+                              reduce_res=r, reduce_cmd=cmd, reduce_init=init,
+                              reduce_res_negate=negate)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    red = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    nl.store(red, r)
+    return out, red
+
+
+def test_tensor_scalar_reduce_add_and_max(rng):
+    x = rng.standard_normal((128, 200)).astype(np.float32)
+    out, red = _ts_reduce(x, nl.multiply, 0.5, nl.add)
+    assert_close(out, x * 0.5, atol=0, rtol=1e-6)
+    assert_close(red, (x.astype(np.float64) * 0.5).sum(1, keepdims=True), atol=1e-4, rtol=1e-5)
+    out, red = _ts_reduce(x, nl.subtract, 1.0, nl.maximum, negate=True)
+    np.testing.assert_array_equal(red, -(x - 1.0).max(1, keepdims=True))
+
+
+def test_tensor_scalar_reduce_load_reduce(rng):
+    x = rng.standard_normal((64, 50)).astype(np.float32)
+    init = rng.standard_normal((64, 1)).astype(np.float32)
+    _, red = _ts_reduce(x, nl.add, 2.0, nl.add, nisa.reduce_cmd.load_reduce, init)
+    assert_close(red, init + (x.astype(np.float64) + 2.0).sum(1, keepdims=True),
+                 atol=1e-4, rtol=1e-5)
+
+
+def test_tensor_scalar_reduce_rules():
+    x = np.zeros((16, 8), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"reduce_op subtract must be add, multiply"):
+        _ts_reduce(x, nl.add, 1.0, nl.subtract)
+    with pytest.raises(nisa.NkiValidationError, match=r"load_reduce needs reduce_init"):
+        _ts_reduce(x, nl.add, 1.0, nl.add, nisa.reduce_cmd.load_reduce)
+    with pytest.raises(NotImplementedError, match=r"accumulator registers are not kept"):
+        _ts_reduce(x, nl.add, 1.0, nl.add, nisa.reduce_cmd.reduce)

@@ -254,6 +254,45 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
     return _DONE
 
 
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
+    """dst = data with the first occurrence of each of the 8 vals (taken from the last) replaced
+    by imm; dst_idx, if given, gets their indices (Vector engine)."""
+    n = "nc_match_replace8"
+    _isa.nc_match_replace8(_tile(dst, n, "dst"), _tile(data, n, "data"), _tile(vals, n, "vals"),
+                           float(imm), None if dst_idx is None else _tile(dst_idx, n, "dst_idx"))
+    return _DONE
+
+
+def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False,
+                         reduce_cmd=reduce_cmd.reset_reduce, reduce_init=None,
+                         reduce_res_negate=False, name=None):
+    """dst = data op0 operand0 and reduce_res[P, 1] = reduce_op over dst's free elements, from
+    reduce_op's identity (reset_reduce) or reduce_init (load_reduce), on the Vector engine."""
+    n = "tensor_scalar_reduce"
+    if reverse0:
+        raise NkiValidationError(f"invalid argument: {n}: reverse0=True is not supported (the "
+                                 f"0.6 reference marks it 'not supported yet')")
+    if reduce_cmd not in (_RC.reset_reduce, _RC.load_reduce):
+        raise _api.unsupported_error(
+            f"nki.isa.{n}(reduce_cmd={reduce_cmd})",
+            "the Vector engine's accumulator registers are not kept between instructions; "
+            "reset_reduce and load_reduce are modelled")
+    load = reduce_cmd is _RC.load_reduce
+    if load and reduce_init is None:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_cmd load_reduce needs "
+                                 f"reduce_init")
+    if not load and reduce_init is not None:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_init is set only with "
+                                 f"reduce_cmd load_reduce, not {reduce_cmd}")
+    _isa.tensor_scalar_reduce(
+        _tile(dst, n, "dst"), _tile(data, n, "data"), alu_of(op0, n, "op0"),
+        _scalar(operand0, n, "operand0"), alu_of(reduce_op, n, "reduce_op"),
+        None if reduce_res is None else _tile(reduce_res, n, "reduce_res"), load,
+        _scalar(0.0 if reduce_init is None else reduce_init, n, "reduce_init"),
+        bool(reduce_res_negate))
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -406,12 +445,10 @@ for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
-        "nc_match_replace8": _NO_INSTRUCTION,
         "nc_n_gather": _NO_INSTRUCTION,
         "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
-        "tensor_scalar_reduce": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
         "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
         "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",
