@@ -88,6 +88,20 @@ def _indexed_flatten(T, E, f_len):
     return make
 
 
+def _rope_hf(b, qh, kvh, s, d, dtype):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        q = _randn(t, g, b, qh, s, d).to(dt)
+        k = _randn(t, g, b, kvh, s, d).to(dt)
+        cos = _randn(t, g, b, s, d).to(dt)
+        sin = _randn(t, g, b, s, d).to(dt)
+        args = {"q": q, "k": k, "q_out": t.zeros_like(q), "k_out": t.zeros_like(k),
+                "cos": cos, "sin": sin}
+        ref = {k_: v.float() for k_, v in args.items()}
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -99,6 +113,12 @@ CASES = [
     ]),
     ("embeddings.rope:RoPE", "embeddings.rope_torch:rope_torch_ref", [
         ("x[64,1,2,128] fp32", _rope(64, 1, 2, 128), 1e-4, 1e-4),
+    ]),
+    ("embeddings.rope_hf:rope_hf", "embeddings.rope_hf_torch:rope_hf_torch_ref", [
+        ("q[1,4,256,128] k[1,1,256,128] fp32", _rope_hf(1, 4, 1, 256, 128, "float32"),
+         1e-4, 1e-4),
+        ("q[1,4,256,128] k[1,1,256,128] bf16", _rope_hf(1, 4, 1, 256, 128, "bfloat16"),
+         1e-2, 1e-2),
     ]),
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [
@@ -152,8 +172,13 @@ def run_case(kernel, ref, make, atol, rtol, lnc=1):
     t = _torch()
     g = t.Generator().manual_seed(0)
     kargs, rargs = make(t, g)
-    golden = _as_list(ref(**rargs))
-    actual = _as_list(nki.cpu_simulate(kernel)[lnc](**kargs))
+    ref_out = ref(**rargs)
+    golden = _as_list(ref_out)
+    result = nki.cpu_simulate(kernel)[lnc](**kargs)
+    if result is None and isinstance(ref_out, dict):
+        # outputs written into arguments (q_out, ...): the reference names them
+        result = [kargs[name] for name in ref_out]
+    actual = _as_list(result)
     if len(actual) != len(golden):
         return f"WRONG ({len(actual)} outputs, the reference has {len(golden)})"
     worst = 0.0
