@@ -102,6 +102,19 @@ def _rope_hf(b, qh, kvh, s, d, dtype):
     return make
 
 
+def _out_proj_tkg(d, b, n, s, h, dtype, transpose_out=False):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        attention = (t.rand(d, b, n, s, generator=g) * 2 - 1).to(dt)
+        weight = (t.rand(n * d, h, generator=g) * 2 - 1).to(dt)
+        bias = (t.rand(1, h, generator=g) * 2 - 1).to(dt)
+        args = {"attention": attention, "weight": weight, "bias": bias,
+                "TRANSPOSE_OUT": transpose_out}
+        ref = {k: (v.float() if isinstance(v, t.Tensor) else v) for k, v in args.items()}
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -119,6 +132,14 @@ CASES = [
          1e-4, 1e-4),
         ("q[1,4,256,128] k[1,1,256,128] bf16", _rope_hf(1, 4, 1, 256, 128, "bfloat16"),
          1e-2, 1e-2),
+    ]),
+    ("output_projection.output_projection_tkg:output_projection_tkg",
+     "output_projection.output_projection_tkg_torch:output_projection_tkg_torch_ref", [
+        ("attn[128,4,2,1] w[256,512] bf16", _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16"),
+         1e-2, 1e-2),
+        # the reference's transposed layout assumes LNC 2 when H divides by 256
+        ("attn[128,4,2,1] w[256,512] bf16 TRANSPOSE_OUT, LNC 2",
+         _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16", True), 1e-2, 1e-2, 2),
     ]),
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [

@@ -257,7 +257,12 @@ class NkiTensor(NKIObject):
         base = 0 if offset is None else int(offset)
         if scalar_offset is not None:
             base += host_int(scalar_offset) * self.strides[indirect_dim]
-        return self._view(h.ap(pattern[0][1], pattern[1:], base))
+        try:
+            return self._view(h.ap(pattern[0][1], pattern[1:], base))
+        except _nkisim.NkiValidationError as e:
+            # NKI builds an access pattern without checking it; only an access through it is
+            # checked (kernels make such views in loops and use only those in range).
+            return _OutOfRangeView(e, self.buffer, self.name)
 
     def get_pattern(self):
         return [[int(s), int(c)] for s, c in zip(self.strides, self.shape)]
@@ -287,6 +292,27 @@ class NkiTensor(NKIObject):
         """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
         import numpy as np
         return bool(np.all(self.numpy() != 0))
+
+
+class _OutOfRangeView(NkiTensor):
+    """An access pattern that addresses outside its tile: any use raises the error it had."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error, buffer, name):
+        NkiTensor.__init__(self, None, buffer, name)
+        self._error = error
+
+    @property
+    def _h(self):
+        raise _nkisim.NkiValidationError(str(self._error))
+
+    @_h.setter
+    def _h(self, value):
+        pass
+
+    def __repr__(self):
+        return f"NkiTensor(out-of-range access pattern: {self._error})"
 
 
 def host_int(x):

@@ -241,7 +241,17 @@ def test_ap_on_sbuf(pattern, offset):
     np.testing.assert_array_equal(out, ap_golden(x, pattern, offset or 0))
 
 
-def test_ap_outside_the_tile_is_refused():
+def test_ap_outside_the_tile_is_refused_when_used():
+    # Making the view is not an access (kernels make such views and use only those in range)
+    @nki.jit
+    def k():
+        t = nl.zeros((128, 32), dtype=nl.float32)
+        v = t.ap([[32, 128], [1, 33]])
+        with pytest.raises(nisa.NkiValidationError, match=r"inside its row of 32"):
+            nisa.tensor_copy(dst=t, src=v)
+        return True
+
+    assert k()
     x = np.zeros((128, 32), np.float32)
     with pytest.raises(nisa.NkiValidationError, match=r"ap of tile.*inside its row of 32"):
         _tile_ap(x, [[32, 128], [1, 33]], 0, (128, 33))
