@@ -15,6 +15,7 @@
 #include "runtime/nisa/affine_select.h"
 #include "runtime/nisa/nonzero.h"
 #include "runtime/nisa/scalar_reduce.h"
+#include "runtime/nisa/partition_reduce.h"
 
 namespace nkisim::python {
 namespace {
@@ -151,6 +152,7 @@ void BindScanTop8(py::module_& m) {
   DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
   DefNoGil(m, "affine_select", &nisa::affine_select);
   DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
+  DefNoGil(m, "tensor_partition_reduce", &nisa::tensor_partition_reduce);
   DefNoGil(m, "tensor_scalar_reduce",
            [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
               nisa::AluOp reduce_op, const std::optional<Tile>& reduce_res, bool load_init,

@@ -606,3 +606,38 @@ def test_tensor_scalar_reduce_rules():
         _ts_reduce(x, nl.add, 1.0, nl.add, nisa.reduce_cmd.load_reduce)
     with pytest.raises(NotImplementedError, match=r"accumulator registers are not kept"):
         _ts_reduce(x, nl.add, 1.0, nl.add, nisa.reduce_cmd.reduce)
+
+
+# --- tensor_partition_reduce ------------------------------------------------------------------
+@nki.jit
+def _partition_reduce(x, op, dtype):
+    d = nl.ndarray((1, x.shape[1]), dtype=dtype, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(d, op, nl.load(x))
+    out = nl.ndarray((1, x.shape[1]), dtype=dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_tensor_partition_reduce(rng):
+    x = rng.standard_normal((128, 96)).astype(np.float32)
+    assert_close(_partition_reduce(x, nl.add, nl.float32), x.astype(np.float64).sum(0, keepdims=True),
+                 atol=1e-4, rtol=1e-5)
+    np.testing.assert_array_equal(_partition_reduce(x, nl.maximum, nl.float32), x.max(0, keepdims=True))
+    xi = rng.integers(0, 1 << 20, (32, 16)).astype(np.int32)
+    np.testing.assert_array_equal(_partition_reduce(xi, nl.bitwise_or, nl.int32),
+                                  np.bitwise_or.reduce(xi, axis=0, keepdims=True))
+
+
+def test_tensor_partition_reduce_rules(rng):
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"op subtract must be add, max"):
+        _partition_reduce(x, nl.subtract, nl.float32)
+
+    @nki.jit
+    def k():
+        t = nl.zeros((16, 8), dtype=nl.float32)
+        nisa.tensor_partition_reduce(nl.ndarray((2, 8), dtype=nl.float32, buffer=nl.sbuf),
+                                     nl.add, t)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"must be 1 partition"):
+        k()

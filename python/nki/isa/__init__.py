@@ -293,6 +293,14 @@ def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, r
     return _DONE
 
 
+def tensor_partition_reduce(dst, op, data, name=None):
+    """dst[1, ...] = op over data's partitions (add, max, min, bitwise_or, bitwise_and) on
+    GpSimd."""
+    n = "tensor_partition_reduce"
+    _isa.tensor_partition_reduce(_tile(dst, n, "dst"), alu_of(op, n, "op"), _tile(data, n, "data"))
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -448,7 +456,7 @@ for _name, _reason in {
         "nc_n_gather": _NO_INSTRUCTION,
         "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
-        "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
+        "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
         "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
         "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",
