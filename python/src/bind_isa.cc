@@ -16,6 +16,7 @@
 #include "runtime/nisa/nonzero.h"
 #include "runtime/nisa/scalar_reduce.h"
 #include "runtime/nisa/partition_reduce.h"
+#include "runtime/nisa/range_select.h"
 
 namespace nkisim::python {
 namespace {
@@ -153,6 +154,13 @@ void BindScanTop8(py::module_& m) {
   DefNoGil(m, "affine_select", &nisa::affine_select);
   DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
   DefNoGil(m, "tensor_partition_reduce", &nisa::tensor_partition_reduce);
+  DefNoGil(m, "range_select",
+           [](const Tile& dst, const Tile& on_true, nisa::AluOp cmp0, nisa::AluOp cmp1,
+              const Tile& bound0, const Tile& bound1, const std::optional<Tile>& reduce_res,
+              int64_t range_start, float on_false_value) {
+             nisa::range_select(dst, on_true, cmp0, cmp1, bound0, bound1,
+                                reduce_res.value_or(Tile()), range_start, on_false_value);
+           });
   DefNoGil(m, "tensor_scalar_reduce",
            [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
               nisa::AluOp reduce_op, const std::optional<Tile>& reduce_res, bool load_init,

@@ -641,3 +641,50 @@ def test_tensor_partition_reduce_rules(rng):
 
     with pytest.raises(nisa.NkiValidationError, match=r"must be 1 partition"):
         k()
+
+
+# --- range_select -----------------------------------------------------------------------------
+FP32_MIN = np.float32(-3.4028235e38)
+
+
+@nki.jit
+def _range_select(x, b0, b1, cmp0, cmp1, range_start):
+    d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(dst=d, on_true_tile=nl.load(x), comp_op0=cmp0, comp_op1=cmp1,
+                      bound0=nl.load(b0), bound1=nl.load(b1), reduce_res=r,
+                      range_start=range_start)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    red = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    nl.store(red, r)
+    return out, red
+
+
+def test_range_select_window(rng):
+    # the reference's numpy equivalent, written out
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    b0 = rng.integers(0, 80, (128, 1)).astype(np.float32)
+    b1 = b0 + rng.integers(1, 20, (128, 1)).astype(np.float32)
+    out, red = _range_select(x, b0, b1, nl.greater_equal, nl.less, 16)
+    idx = 16 + np.arange(64, dtype=np.float32)[None, :]
+    golden = np.where((idx >= b0) & (idx < b1), x, FP32_MIN)
+    np.testing.assert_array_equal(out, golden)
+    np.testing.assert_array_equal(red, golden.max(1, keepdims=True))
+
+
+def test_range_select_rules(rng):
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    b = np.zeros((16, 1), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"comparison add must be equal, less"):
+        _range_select(x, b, b, nl.add, nl.less, 0)
+
+    @nki.jit
+    def k():
+        t = nl.zeros((16, 8), dtype=nl.float32)
+        bb = nl.zeros((16, 1), dtype=nl.float32)
+        nisa.range_select(dst=t, on_true_tile=t, comp_op0=nl.less, comp_op1=nl.less,
+                          bound0=bb, bound1=bb, on_false_value=0.0)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"only FP32_MIN"):
+        k()

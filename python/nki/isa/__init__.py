@@ -8,7 +8,7 @@ from nki import dtype as _dtypes
 from nki.isa.constants import (  # noqa: F401
     dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
     reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
-from nki.language._ops import act_of, alu_of, equal, power, rsqrt
+from nki.language._ops import act_of, alu_of, equal, maximum, power, rsqrt
 from nki.tensor import NKIObject, NkiTensor
 
 _isa = _nkisim.isa
@@ -301,6 +301,33 @@ def tensor_partition_reduce(dst, op, data, name=None):
     return _DONE
 
 
+_FP32_MIN = -3.4028234663852886e38
+
+
+def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1,
+                 reduce_cmd=reduce_cmd.reset_reduce, reduce_res=None, reduce_op=maximum,
+                 range_start=0, on_false_value=_FP32_MIN, name=None):
+    """dst = on_true_tile where comp_op0(j, bound0) and comp_op1(j, bound1) for the free index
+    j + range_start, else on_false_value; reduce_res = the max of each dst row (Vector)."""
+    n = "range_select"
+    if reduce_op is not maximum:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_op must be nl.maximum (the "
+                                 f"only one the 0.6 reference supports), got {reduce_op!r}")
+    if reduce_cmd is not _RC.reset_reduce:
+        raise _api.unsupported_error(
+            f"nki.isa.{n}(reduce_cmd={reduce_cmd})",
+            "the Vector engine's accumulator registers are not kept between instructions")
+    if float(on_false_value) != _FP32_MIN:
+        raise NkiValidationError(f"invalid argument: {n}: on_false_value {on_false_value!r}: "
+                                 f"the hardware takes only FP32_MIN (-3.4028235e+38)")
+    _isa.range_select(_tile(dst, n, "dst"), _tile(on_true_tile, n, "on_true_tile"),
+                      alu_of(comp_op0, n, "comp_op0"), alu_of(comp_op1, n, "comp_op1"),
+                      _tile(bound0, n, "bound0"), _tile(bound1, n, "bound1"),
+                      None if reduce_res is None else _tile(reduce_res, n, "reduce_res"),
+                      int(range_start), _FP32_MIN)
+    return _DONE
+
+
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
                          name=None):
     if reverse0 or reverse1:
@@ -454,7 +481,6 @@ for _name, _reason in {
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
         "nc_n_gather": _NO_INSTRUCTION,
-        "range_select": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
