@@ -688,3 +688,28 @@ def test_range_select_rules(rng):
 
     with pytest.raises(nisa.NkiValidationError, match=r"only FP32_MIN"):
         k()
+
+
+# --- nc_n_gather ------------------------------------------------------------------------------
+@nki.jit
+def _n_gather(data, idx):
+    d = nl.ndarray(idx.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=d, data=nl.load(data), indices=nl.load(idx))
+    out = nl.ndarray(idx.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_nc_n_gather(rng):
+    data = rng.standard_normal((128, 4, 100)).astype(np.float32)
+    idx = rng.integers(0, 400, (128, 700)).astype(np.uint32)
+    golden = np.take_along_axis(data.reshape(128, -1), idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(_n_gather(data, idx), golden)
+
+
+def test_nc_n_gather_rules(rng):
+    data = rng.standard_normal((16, 32)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"nc_n_gather.*'indices'.*uint32"):
+        _n_gather(data, np.zeros((16, 8), np.int32))
+    with pytest.raises(nisa.NkiValidationError, match=r"\[0, 32\)|index|range"):
+        _n_gather(data, np.full((16, 8), 40, np.uint32))

@@ -301,6 +301,21 @@ def tensor_partition_reduce(dst, op, data, name=None):
     return _DONE
 
 
+def nc_n_gather(dst, data, indices, name=None):
+    """dst[p, j] = data[p].flat[indices[p, j]] per partition on GpSimd: the runtime's
+    gather_flattened (runtime/nisa/gather.h), with the 0.6 reference's dtype rules."""
+    n = "nc_n_gather"
+    d, src, idx = _tile(dst, n, "dst"), _tile(data, n, "data"), _tile(indices, n, "indices")
+    if dst.dtype is not data.dtype:
+        raise NkiValidationError(f"invalid argument: {n}: operand 'dst' {dst!r}: dtype must "
+                                 f"equal data's {data.dtype.name}")
+    if indices.dtype is not _dtypes.uint32:
+        raise NkiValidationError(f"invalid argument: {n}: operand 'indices' {indices!r}: dtype "
+                                 f"must be uint32")
+    _isa.gather_flattened(d, src, idx)
+    return _DONE
+
+
 _FP32_MIN = -3.4028234663852886e38
 
 
@@ -480,7 +495,6 @@ for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
-        "nc_n_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
