@@ -115,6 +115,18 @@ def _out_proj_tkg(d, b, n, s, h, dtype, transpose_out=False):
     return make
 
 
+def _attention_cte(bs, sq, skv, d, dtype, causal):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        q = _randn(t, g, bs, sq, d).to(dt)          # tp_q: [bs, seqlen_q, d]
+        k = _randn(t, g, bs, d, skv).to(dt)         # not tp_k: [bs, d, seqlen_kv]
+        v = _randn(t, g, bs, skv, d).to(dt)
+        args = {"q": q, "k": k, "v": v, "scale": d ** -0.5, "causal_mask": causal}
+        ref = {k_: (v_.float() if isinstance(v_, t.Tensor) else v_) for k_, v_ in args.items()}
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -140,6 +152,12 @@ CASES = [
         # the reference's transposed layout assumes LNC 2 when H divides by 256
         ("attn[128,4,2,1] w[256,512] bf16 TRANSPOSE_OUT, LNC 2",
          _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16", True), 1e-2, 1e-2, 2),
+    ]),
+    ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
+        ("q[1,256,64] kv 256 fp32 causal", _attention_cte(1, 256, 256, 64, "float32", True),
+         1e-3, 1e-3),
+        ("q[1,128,64] kv 512 bf16", _attention_cte(1, 128, 512, 64, "bfloat16", False),
+         1e-2, 2e-2),
     ]),
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [

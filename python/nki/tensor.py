@@ -33,11 +33,31 @@ def ds(start, size):
 
 
 class NKIObject:
-    """Base class of NKI's configuration objects: keyword arguments become attributes."""
+    """Base class of NKI's configuration objects: keyword arguments become attributes.
+
+    A subclass's public class attributes without an annotation (``section_idx = None``) are
+    fields too: they get an annotation here, so ``@dataclass`` on the subclass makes them
+    keyword arguments of its ``__init__``, as NKI's kernels construct them."""
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
             setattr(self, key, value)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__annotations__")
+        added = {}
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("_") or (own and name in own):
+                continue
+            if isinstance(value, (list, dict, set, type)) or callable(value) or \
+                    hasattr(value, "__get__"):
+                continue
+            added[name] = "typing.Any"
+        if added:
+            annotations = dict(own or {})
+            annotations.update(added)  # after the annotated ones: each has a default
+            cls.__annotations__ = annotations
 
 
 def _not_here(what):

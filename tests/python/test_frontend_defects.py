@@ -164,3 +164,21 @@ def test_hbm_tensor_beyond_the_logical_cores_hbm():
                        match=r"HBM tensor \(1048576, 1048576\) float32 needs 4398046511104 B.*"
                              r"hbm_bytes_per_chip"):
         k()
+
+
+def test_nkiobject_dataclass_takes_unannotated_attributes_as_fields():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Params(nl.NKIObject):
+        size: int = 4
+        index = None          # no annotation: a field all the same, as NKI kernels use it
+        offset = 0
+
+        def total(self):
+            return self.size + self.offset
+
+    p = Params(index=3, offset=5)
+    assert (p.size, p.index, p.offset, p.total()) == (4, 3, 5, 9)
+    assert Params().index is None
+    assert [f.name for f in dataclasses.fields(Params)] == ["size", "index", "offset"]
