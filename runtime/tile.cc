@@ -112,6 +112,53 @@ Tile Tile::broadcast(int dim, int64_t size) const {
   return t;
 }
 
+Tile Tile::ap(int64_t partitions, const std::vector<std::pair<int64_t, int64_t>>& free_pattern,
+              int64_t offset) const {
+  const int64_t row = partition_stride();
+  int64_t start = free_offset_ + offset;
+  int64_t p0 = partition_start_;
+  if (start >= 0) {
+    p0 += start / row;
+    start %= row;
+  } else {
+    const int64_t back = (-start + row - 1) / row;
+    p0 -= back;
+    start += back * row;
+  }
+  int64_t last = start;
+  bool ok = partitions >= 1 && p0 >= 0 && p0 + partitions <= buffer_->partitions() &&
+            free_pattern.size() <= static_cast<size_t>(kMaxFreeRank);
+  for (const auto& [step, count] : free_pattern) {
+    ok = ok && step >= 0 && count >= 1;
+    last += (count - 1) * step;
+  }
+  if (!ok || last >= row) {
+    std::string pattern;
+    for (const auto& [step, count] : free_pattern) pattern += StrCat("[", step, ", ", count, "]");
+    Raise(ErrorCode::kInvalidArgument,
+          StrCat("ap of tile ", Describe(), ": ", partitions, " partitions from partition ", p0,
+                 ", free pattern ", pattern, " from element ", start,
+                 ": must address partitions inside the buffer's ", buffer_->partitions(),
+                 ", elements inside its row of ", row, ", with steps >= 0, counts >= 1 and at "
+                 "most ", kMaxFreeRank, " free dims"));
+  }
+  Tile t = *this;
+  t.partition_start_ = p0;
+  t.partitions_ = partitions;
+  t.free_offset_ = start;
+  t.free_shape_.clear();
+  t.free_strides_.clear();
+  for (const auto& [step, count] : free_pattern) {
+    t.free_shape_.push_back(count);
+    t.free_strides_.push_back(step);
+  }
+  if (t.free_shape_.empty()) {
+    t.free_shape_.push_back(1);
+    t.free_strides_.push_back(1);
+  }
+  return t;
+}
+
 int64_t Tile::partition_stride() const {
   return buffer_->row_elements() * static_cast<int64_t>(SizeOf(buffer_->dtype())) /
          static_cast<int64_t>(SizeOf(dtype_));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/allocator.h"
@@ -94,6 +95,13 @@ class Tile {
   // per-tensor fp8 values to nc_matmul_mx). REQUIRES: contiguous free dims whose bytes, offset and
   // row size divide into whole `to` elements; the last free dim is rescaled.
   Tile bitcast(DType to) const;
+  // An explicit access pattern over the buffer (NKI's NkiTensor.ap on SBUF / PSUM): `partitions`
+  // consecutive partitions and the free dims {step, count}, in elements of dtype(), starting
+  // `offset` elements from this view's first element (whole rows of partition_stride() elements
+  // move the start partition). Steps may be 0 (a repeat). Throws unless every addressed element
+  // lies inside the buffer.
+  Tile ap(int64_t partitions, const std::vector<std::pair<int64_t, int64_t>>& free_pattern,
+          int64_t offset) const;
 
   // Element access through fp32 (host code and tests; no simulated cost).
   float get(int64_t partition, const std::vector<int64_t>& free_index) const;

@@ -17,6 +17,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev     # command line, JSON traces
   gnuplot-nox                         # the plots of `nkisim sweep` (PNG and SVG)
   pybind11-dev python3-dev python3-numpy python3-pytest  # the Python front end (nki), its tests
+  python3-torch                       # torch inputs / outputs of nki kernels; the NKI library check
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,9 +13,9 @@ Inputs are updated in place when the kernel wrote their HBM tensor.
 """
 import numpy as np
 
-import _nkisim
-from nki.language import _dtypes
-from nki.language._tensor import NkiTensor
+from nki._runtime import _nkisim
+from nki import dtype as _dtypes
+from nki.tensor import NkiTensor
 
 
 class Typed:
@@ -43,6 +43,7 @@ def _torch():
 
 _TORCH_NAMES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16",
                 "int8": "int8", "uint8": "uint8", "int32": "int32", "bool": "bool_",
+                "float64": "float32", "int64": "int32",
                 "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
@@ -50,6 +51,7 @@ class Argument:
     """One kernel argument that is an array: its HBM tensor and how to hand results back."""
 
     def __init__(self, value, name, buffer):
+        self.name = name
         self.value = value
         self.torch_dtype = None
         array, dtype = self._host(value)
@@ -64,7 +66,13 @@ class Argument:
         torch = _torch()
         if torch is not None and isinstance(value, torch.Tensor):
             self.torch_dtype = value.dtype
-            dtype = _dtypes.resolve(_TORCH_NAMES[str(value.dtype).replace("torch.", "")])
+            torch_name = str(value.dtype).replace("torch.", "")
+            if torch_name not in _TORCH_NAMES:
+                raise _nkisim.NkiValidationError(
+                    f"invalid argument: kernel argument '{self_name(self)}': torch dtype "
+                    f"{value.dtype} has no HBM dtype in nkisim (supported: "
+                    f"{', '.join(sorted(_TORCH_NAMES))})")
+            dtype = _dtypes.resolve(_TORCH_NAMES[torch_name])
             return value.detach().cpu().float().numpy() if dtype.c not in _NATIVE else \
                 value.detach().cpu().numpy(), dtype
         array = np.asarray(value)
@@ -87,6 +95,10 @@ _NATIVE = {d.c for d in (_dtypes.float32, _dtypes.float16, _dtypes.int8, _dtypes
                          _dtypes.int32, _dtypes.uint16, _dtypes.uint32)}
 
 
+def self_name(arg):
+    return arg.name
+
+
 def is_array(value):
     if isinstance(value, (np.ndarray, Typed)):
         return True
@@ -103,8 +115,13 @@ def to_host(value, torch_out=False):
         if torch_out:
             torch = _torch()
             name = "bool" if value.dtype.name == "bool_" else value.dtype.name
-            # A dtype torch lacks (fp8 e4m3 of trn2, uint32) stays the float32 / integer array.
-            return torch.from_numpy(array).to(getattr(torch, name, torch.from_numpy(array).dtype))
+            # A dtype torch lacks comes back in one that holds its values: fp8 e4m3 (trn2) as
+            # float32, uint16 / uint32 (torch 1.13 has neither) as int32 / int64.
+            if array.dtype in (np.uint16, np.uint32):
+                array = array.astype(np.int32 if array.dtype == np.uint16 else np.int64)
+            t = torch.from_numpy(array)
+            return t.to(getattr(torch, name, t.dtype)) if hasattr(torch, name) and \
+                name not in ("uint16", "uint32") else t
         return array
     if isinstance(value, (list, tuple)):
         return type(value)(to_host(v, torch_out) for v in value)

@@ -13,37 +13,13 @@ import functools
 import inspect
 import os
 
-import _nkisim
+from nki._runtime import _nkisim
 from nki import _arrays
-from nki.language import _dtypes
+from nki._runtime import profile_info, profile_spec, timing_only  # noqa: F401
+from nki import _runtime
+from nki import dtype as _dtypes
 
-_TARGETS = {"trn2": "trn2", "gen3": "trn2", "trn3": "trn3", "gen4": "trn3"}
 _last = {"run": None, "hbm_bytes": 0, "flops_hint": None}
-
-
-def profile_spec():
-    spec = os.environ.get("NKISIM_PROFILE")
-    if spec:
-        return spec
-    target = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "")
-    if target in ("trn1", "gen2", "inf2"):
-        raise _nkisim.SimulatorError(
-            f"bad config: NEURON_PLATFORM_TARGET_OVERRIDE={target}: nkisim models trn2 and "
-            f"trn3 (set NKISIM_PROFILE to a profile file for anything else)")
-    return _TARGETS.get(target, "")
-
-
-@functools.lru_cache(maxsize=8)
-def _profile_info(spec):
-    return _nkisim.profile_info(spec)
-
-
-def timing_only():
-    return os.environ.get("NKISIM_TIMING_ONLY", "0") not in ("", "0")
-
-
-def profile_info():
-    return _profile_info(profile_spec())
 
 
 class Kernel:
@@ -102,35 +78,6 @@ def _bind(fn, args, kwargs, buffer):
     return new_args, new_kwargs, arrays
 
 
-class _SharedHbm:
-    """The HBM tensors an LNC 2 launch allocates, shared by its two programs in allocation order."""
-
-    def __init__(self):
-        self.tensors = []
-        self.count = {}
-
-    def get(self, shape, dtype, name, make):
-        prg = _nkisim.program_id()
-        n = self.count.get(prg, 0)
-        self.count[prg] = n + 1
-        if n == len(self.tensors):
-            self.tensors.append(make())
-        t = self.tensors[n]
-        if list(t.shape) != list(shape) or t.dtype is not dtype:
-            raise _nkisim.NkiValidationError(
-                f"invalid argument: nl.ndarray: shared HBM allocation {n} of program {prg} is "
-                f"{tuple(shape)} {dtype!r}, the other program's is {t.shape} {t.dtype!r}: both "
-                f"programs of an LNC 2 launch must allocate the same shared tensors in order")
-        return t
-
-
-_shared = {"hbm": None}
-
-
-def shared_allocation(shape, dtype, name, make):
-    return _shared["hbm"].get(shape, _dtypes.resolve(dtype), name, make)
-
-
 def run_kernel(fn, lnc, args, kwargs):
     buffer = _dtypes.shared_hbm if lnc == 2 else _dtypes.hbm
     new_args, new_kwargs, arrays = _bind(fn, args, kwargs, buffer)
@@ -140,12 +87,12 @@ def run_kernel(fn, lnc, args, kwargs):
     def body(prg_id):
         results[prg_id] = fn(*new_args, **new_kwargs)
 
-    _shared["hbm"] = _SharedHbm()
+    _runtime.shared["hbm"] = _runtime.SharedHbm()
     _nkisim.set_timing_only(timing_only())
     try:
         run.run(body)
     finally:
-        _shared["hbm"] = None
+        _runtime.shared["hbm"] = None
         _nkisim.set_timing_only(False)
     for arg in arrays:
         arg.write_back()
@@ -160,7 +107,7 @@ def run_kernel(fn, lnc, args, kwargs):
 
 
 def _result_bytes(value):
-    from nki.language._tensor import NkiTensor
+    from nki.tensor import NkiTensor
     if isinstance(value, NkiTensor):
         return 0 if value.on_chip else value._h.size_bytes
     if isinstance(value, (list, tuple)):

@@ -4,7 +4,8 @@ nkisim runs a kernel eagerly, so a register's value is known when it is set: reg
 its tile's value then (a host read), and loops over registers (nl.fori_loop, nl.while_loop,
 dynamic_range) are Python loops. What is not modelled: register moves and loads cost nothing on
 the timeline (on hardware each is an engine instruction)."""
-from nki.language._tensor import NKIObject, NkiTensor
+from nki._runtime import _nkisim
+from nki.tensor import NKIObject, host_int
 
 
 class VirtualRegister(NKIObject):
@@ -26,12 +27,7 @@ class VirtualRegister(NKIObject):
         return f"VirtualRegister({self.value})"
 
 
-def _int(x):
-    if x is None:
-        return 0
-    if isinstance(x, NkiTensor):
-        return int(x.numpy().ravel()[0])  # the tile's value now: the kernel runs eagerly
-    return int(x)
+_int = host_int
 
 
 def register_alloc(x=None):
@@ -49,9 +45,8 @@ def register_load(dst, src):
 
 def register_store(dst, src):
     """dst (a tile) = the register's value: one memset."""
-    from nki import isa as nisa
     if dst.on_chip:
-        nisa.memset(dst=dst, value=_int(src))
+        _nkisim.isa.memset(dst._h, float(_int(src)), _nkisim.Engine.Vector)
     else:
         import numpy as np
         dst._h.write(np.full(dst.shape, _int(src), dtype=np.float32))

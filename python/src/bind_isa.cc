@@ -9,6 +9,14 @@
 
 #include "python/src/bindings.h"
 #include "runtime/nisa/nisa.h"
+#include "runtime/nisa/scan.h"
+#include "runtime/nisa/top8.h"
+#include "runtime/nisa/shuffle.h"
+#include "runtime/nisa/affine_select.h"
+#include "runtime/nisa/nonzero.h"
+#include "runtime/nisa/scalar_reduce.h"
+#include "runtime/nisa/partition_reduce.h"
+#include "runtime/nisa/range_select.h"
 
 namespace nkisim::python {
 namespace {
@@ -127,6 +135,42 @@ void BindReduceGatherRandom(py::module_& m) {
   });
 }
 
+// The instructions of issue 41 (runtime/nisa/scan.h, top8.h).
+void BindScanTop8(py::module_& m) {
+  DefNoGil(m, "tensor_tensor_scan",
+           [](const Tile& dst, const Tile& data0, const Tile& data1, const ScalarArg& initial,
+              nisa::AluOp op0, nisa::AluOp op1, bool reverse0, bool reverse1) {
+             nisa::tensor_tensor_scan(dst, data0, data1, ToScalar(initial), op0, op1, reverse0,
+                                      reverse1);
+           });
+  DefNoGil(m, "max8", &nisa::max8);
+  DefNoGil(m, "nc_find_index8", &nisa::nc_find_index8);
+  DefNoGil(m, "nc_match_replace8",
+           [](const Tile& dst, const Tile& data, const Tile& vals, float imm,
+              const std::optional<Tile>& dst_idx) {
+             nisa::nc_match_replace8(dst, data, vals, imm, dst_idx.value_or(Tile()));
+           });
+  DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
+  DefNoGil(m, "affine_select", &nisa::affine_select);
+  DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
+  DefNoGil(m, "tensor_partition_reduce", &nisa::tensor_partition_reduce);
+  DefNoGil(m, "range_select",
+           [](const Tile& dst, const Tile& on_true, nisa::AluOp cmp0, nisa::AluOp cmp1,
+              const Tile& bound0, const Tile& bound1, const std::optional<Tile>& reduce_res,
+              int64_t range_start, float on_false_value) {
+             nisa::range_select(dst, on_true, cmp0, cmp1, bound0, bound1,
+                                reduce_res.value_or(Tile()), range_start, on_false_value);
+           });
+  DefNoGil(m, "tensor_scalar_reduce",
+           [](const Tile& dst, const Tile& data, nisa::AluOp op0, const ScalarArg& operand0,
+              nisa::AluOp reduce_op, const std::optional<Tile>& reduce_res, bool load_init,
+              const ScalarArg& reduce_init, bool negate) {
+             nisa::tensor_scalar_reduce(dst, data, op0, ToScalar(operand0), reduce_op,
+                                        reduce_res.value_or(Tile()), load_init,
+                                        ToScalar(reduce_init), negate);
+           });
+}
+
 void BindCoreSync(py::module_& m) {
   DefNoGil(m, "sendrecv", &nisa::sendrecv);
   DefNoGil(m, "core_barrier", &nisa::core_barrier);
@@ -141,6 +185,7 @@ void BindIsa(py::module_& m) {
   BindPe(isa);
   BindElementwise(isa);
   BindReduceGatherRandom(isa);
+  BindScanTop8(isa);
   BindCoreSync(isa);
 }
 

@@ -96,6 +96,7 @@ void BindTile(py::module_& m) {
       .def("reshape", &Tile::reshape)
       .def("broadcast", &Tile::broadcast)
       .def("bitcast", &Tile::bitcast)
+      .def("ap", &Tile::ap, py::arg("partitions"), py::arg("free_pattern"), py::arg("offset"))
       .def("same_buffer", &Tile::SameBuffer)
       .def("read", &ReadTile)
       .def("write", &WriteTile)

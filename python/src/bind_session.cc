@@ -64,6 +64,8 @@ py::dict ProfileDict(const HardwareProfile& p) {
   d["psum_banks"] = p.psum_banks();
   d["pe_cols"] = p.pe_cols();
   d["pe_max_moving_free"] = p.pe_max_moving_free();
+  d["hbm_bytes_per_chip"] = p.hbm_bytes_per_chip();
+  d["physical_cores_per_chip"] = p.physical_cores_per_chip();
   return d;
 }
 

@@ -86,7 +86,7 @@ def test_sendrecv_outside_lnc2():
 
 
 @pytest.mark.parametrize("call", [
-    lambda: nisa.max8(dst=None, src=None),
+    lambda: nisa.local_gather(dst=None, src_buffer=None, index=None),
     lambda: nisa.topk(None, None, None, 8),
     lambda: nl.prelu(None),
     lambda: ncc.all_gather_v([], [], None, None),
@@ -97,8 +97,8 @@ def test_unimplemented_api_names_itself_and_the_version(call):
 
 
 def test_unimplemented_messages():
-    with pytest.raises(NotImplementedError, match=r"nki\.isa\.max8 \(NKI 0\.6, Neuron SDK 2\.32\)"):
-        nisa.max8(dst=None, src=None)
+    with pytest.raises(NotImplementedError, match=r"nki\.isa\.local_gather \(NKI 0\.6, Neuron SDK 2\.32\)"):
+        nisa.local_gather(dst=None, src_buffer=None, index=None)
     with pytest.raises(NotImplementedError, match=r"nki\.language\.int16"):
         nl.ndarray((128, 4), dtype=nl.int16)
 

@@ -6,10 +6,10 @@ import atexit
 import dataclasses
 import sys
 
-import _nkisim
+from nki._runtime import _nkisim
 from nki import _api
 from nki.language._ops import add
-from nki.language._tensor import NKIObject, NkiTensor
+from nki.tensor import NKIObject, NkiTensor
 
 _coll = _nkisim.coll
 _M = "nki.collectives"

@@ -2,72 +2,19 @@
 (runtime/nisa/*.h), with its operand rules, result and cost on the current core's timeline. A
 broken rule raises NkiValidationError (an AssertionError, as the NKI simulator guide shows) with
 the runtime's message: instruction, operand, shape, dtype, memory and the rule."""
-import enum
-
-import _nkisim
-from nki import _api
-from nki.language import _dtypes
-from nki.language._ops import act_of, alu_of, power
-from nki.language._tensor import NKIObject, NkiTensor
+from nki import _api, _runtime
+from nki._runtime import _nkisim
+from nki import dtype as _dtypes
+from nki.isa.constants import (  # noqa: F401
+    dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
+    reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
+from nki.language._ops import act_of, alu_of, equal, maximum, power, rsqrt
+from nki.tensor import NKIObject, NkiTensor
 
 _isa = _nkisim.isa
 NkiValidationError = _nkisim.NkiValidationError
 
-
-class engine(enum.Enum):
-    tensor = 1
-    vector = 5
-    scalar = 2
-    gpsimd = 3
-    dma = 4
-    sync = 6
-    unknown = 0
-
-
-tensor_engine = engine.tensor
-vector_engine = engine.vector
-scalar_engine = engine.scalar
-gpsimd_engine = engine.gpsimd
-unknown_engine = engine.unknown
-
-
-class reduce_cmd(enum.Enum):
-    idle = 0
-    reset = 1
-    reduce = 2
-    reset_reduce = 3
-    load_reduce = 4
-
-
 _RC = reduce_cmd  # the parameters named reduce_cmd shadow the class
-
-
-class dge_mode(enum.Enum):
-    unknown = 0
-    swdge = 1
-    hwdge = 2
-    none = 3
-
-
-class oob_mode(enum.Enum):
-    error = 0
-    skip = 1
-
-
-class matmul_perf_mode(enum.Enum):
-    none = "none"
-    double_row = "double_row"
-
-
-class nc_version(enum.Enum):
-    gen2 = 2
-    gen3 = 3
-    gen4 = 4
-
-
-class dma_engine(enum.Enum):
-    dma = 1
-    gpsimd_dma = 2
 
 
 class NkiInstruction(NKIObject):
@@ -119,8 +66,7 @@ def _scalar(x, instruction, operand):
 
 
 def get_nc_version():
-    from nki import _kernel
-    return nc_version.gen4 if _kernel.profile_info()["peak_mx_tflops"] > 0 else nc_version.gen3
+    return nc_version.gen4 if _runtime.profile_info()["peak_mx_tflops"] > 0 else nc_version.gen3
 
 
 def get_nc_sub_version():
@@ -153,7 +99,7 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
 # --- Tensor engine --------------------------------------------------------------------------
 def _auto_accumulate(dst):
     """accumulate=None: the first matmul into a PSUM location overwrites, later ones add."""
-    base = dst._base or dst
+    base = dst._base if dst._base is not None else dst
     if base._acc is None:
         base._acc = set()
     h = dst._h
@@ -167,9 +113,9 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
               is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
               perf_mode=matmul_perf_mode.none, name=None):
     """dst (PSUM) = or += stationary.T @ moving on the PE array."""
-    if is_transpose:
-        raise _api.unsupported_error("nki.isa.nc_matmul(is_transpose=True)",
-                                     "use nisa.nc_transpose(engine=nisa.tensor_engine)")
+    # is_transpose=True (transpose mode: an identity as moving) is the same product on the PE;
+    # what nkisim leaves out is its bit accuracy for NaN / Inf (here 0 * Inf is NaN as in any
+    # matmul).
     _check_tiling(stationary, tile_position, tile_size)
     if accumulate is None:
         accumulate = _auto_accumulate(dst)
@@ -230,14 +176,170 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
     return _DONE
 
 
-def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None,
+def tensor_scalar(dst, data, op0, operand0=None, reverse0=False, op1=None, operand1=None,
                   reverse1=False, engine=engine.unknown, name=None):
+    default = _nkisim.Engine.Vector
+    if op0 is rsqrt:
+        # The unary op0 the reference allows here (GpSimd is the engine it names for it): one
+        # GpSimd ALU instruction data ** -0.5.
+        if operand0 not in (None, 0, 0.0):
+            raise NkiValidationError(
+                f"invalid argument: tensor_scalar: op0 rsqrt is unary: operand0 must be None or "
+                f"0, got {operand0!r}")
+        op0, operand0, reverse0, default = power, -0.5, False, _nkisim.Engine.GpSimd
+    elif operand0 is None:
+        raise NkiValidationError(
+            f"invalid argument: tensor_scalar: operand0 is None but op0 {op0!r} is binary")
     _isa.tensor_scalar(_tile(dst, "tensor_scalar", "dst"), _tile(data, "tensor_scalar", "data"),
                        alu_of(op0, "tensor_scalar", "op0"),
                        _scalar(operand0, "tensor_scalar", "operand0"), bool(reverse0),
                        alu_of(op1, "tensor_scalar", "op1"),
                        _scalar(0.0 if operand1 is None else operand1, "tensor_scalar", "operand1"),
-                       bool(reverse1), _engine(engine, _nkisim.Engine.Vector, "tensor_scalar"))
+                       bool(reverse1), _engine(engine, default, "tensor_scalar"))
+    return _DONE
+
+
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
+                       name=None):
+    """Per partition, in order: state = (data0[i] op0 state) op1 data1[i]; dst[i] = state, from
+    state = initial (a number or a [P, 1] tile), on the Vector engine."""
+    n = "tensor_tensor_scan"
+    _isa.tensor_tensor_scan(_tile(dst, n, "dst"), _tile(data0, n, "data0"),
+                            _tile(data1, n, "data1"), _scalar(initial, n, "initial"),
+                            alu_of(op0, n, "op0"), alu_of(op1, n, "op1"), bool(reverse0),
+                            bool(reverse1))
+    return _DONE
+
+
+def max8(dst, src, name=None):
+    """dst[P, 8] = the 8 largest values of each partition of src, descending (Vector engine)."""
+    _isa.max8(_tile(dst, "max8", "dst"), _tile(src, "max8", "src"))
+    return _DONE
+
+
+def nc_find_index8(dst, data, vals, name=None):
+    """dst[P, 8] (uint32 / uint16) = the index of the first occurrence in each partition of data
+    of each of the 8 vals of that partition; all ones where a value does not occur."""
+    n = "nc_find_index8"
+    _isa.nc_find_index8(_tile(dst, n, "dst"), _tile(data, n, "data"), _tile(vals, n, "vals"))
+    return _DONE
+
+
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
+    """Within each 32-partition quadrant, dst partition i = src partition shuffle_mask[i] (255:
+    dst partition i unmodified), on the Vector engine; dst may be src."""
+    n = "nc_stream_shuffle"
+    _isa.nc_stream_shuffle(_tile(dst, n, "dst"), _tile(src, n, "src"),
+                           [int(m) for m in shuffle_mask])
+    return _DONE
+
+
+def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal,
+                  offset=0, name=None):
+    """dst = cmp_op(offset + channel_multiplier * p + sum step * i, 0) ? on_true_tile :
+    on_false_value, the predicate generated per element on GpSimd (causal masks)."""
+    n = "affine_select"
+    _isa.affine_select(_tile(dst, n, "dst"), [(int(s), int(c)) for s, c in pattern],
+                       int(channel_multiplier), _tile(on_true_tile, n, "on_true_tile"),
+                       float(on_false_value), alu_of(cmp_op, n, "cmp_op"), int(offset))
+    return _DONE
+
+
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
+    """On partitions 0, 16, ..., 112: dst = [indices of src's nonzeros + index_offset, then
+    padding_val, then their count] (GpSimd)."""
+    n = "nonzero_with_count"
+    _isa.nonzero_with_count(_tile(dst, n, "dst"), _tile(src, n, "src"), int(index_offset),
+                            int(padding_val))
+    return _DONE
+
+
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
+    """dst = data with the first occurrence of each of the 8 vals (taken from the last) replaced
+    by imm; dst_idx, if given, gets their indices (Vector engine)."""
+    n = "nc_match_replace8"
+    _isa.nc_match_replace8(_tile(dst, n, "dst"), _tile(data, n, "data"), _tile(vals, n, "vals"),
+                           float(imm), None if dst_idx is None else _tile(dst_idx, n, "dst_idx"))
+    return _DONE
+
+
+def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False,
+                         reduce_cmd=reduce_cmd.reset_reduce, reduce_init=None,
+                         reduce_res_negate=False, name=None):
+    """dst = data op0 operand0 and reduce_res[P, 1] = reduce_op over dst's free elements, from
+    reduce_op's identity (reset_reduce) or reduce_init (load_reduce), on the Vector engine."""
+    n = "tensor_scalar_reduce"
+    if reverse0:
+        raise NkiValidationError(f"invalid argument: {n}: reverse0=True is not supported (the "
+                                 f"0.6 reference marks it 'not supported yet')")
+    if reduce_cmd not in (_RC.reset_reduce, _RC.load_reduce):
+        raise _api.unsupported_error(
+            f"nki.isa.{n}(reduce_cmd={reduce_cmd})",
+            "the Vector engine's accumulator registers are not kept between instructions; "
+            "reset_reduce and load_reduce are modelled")
+    load = reduce_cmd is _RC.load_reduce
+    if load and reduce_init is None:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_cmd load_reduce needs "
+                                 f"reduce_init")
+    if not load and reduce_init is not None:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_init is set only with "
+                                 f"reduce_cmd load_reduce, not {reduce_cmd}")
+    _isa.tensor_scalar_reduce(
+        _tile(dst, n, "dst"), _tile(data, n, "data"), alu_of(op0, n, "op0"),
+        _scalar(operand0, n, "operand0"), alu_of(reduce_op, n, "reduce_op"),
+        None if reduce_res is None else _tile(reduce_res, n, "reduce_res"), load,
+        _scalar(0.0 if reduce_init is None else reduce_init, n, "reduce_init"),
+        bool(reduce_res_negate))
+    return _DONE
+
+
+def tensor_partition_reduce(dst, op, data, name=None):
+    """dst[1, ...] = op over data's partitions (add, max, min, bitwise_or, bitwise_and) on
+    GpSimd."""
+    n = "tensor_partition_reduce"
+    _isa.tensor_partition_reduce(_tile(dst, n, "dst"), alu_of(op, n, "op"), _tile(data, n, "data"))
+    return _DONE
+
+
+def nc_n_gather(dst, data, indices, name=None):
+    """dst[p, j] = data[p].flat[indices[p, j]] per partition on GpSimd: the runtime's
+    gather_flattened (runtime/nisa/gather.h), with the 0.6 reference's dtype rules."""
+    n = "nc_n_gather"
+    d, src, idx = _tile(dst, n, "dst"), _tile(data, n, "data"), _tile(indices, n, "indices")
+    if dst.dtype is not data.dtype:
+        raise NkiValidationError(f"invalid argument: {n}: operand 'dst' {dst!r}: dtype must "
+                                 f"equal data's {data.dtype.name}")
+    if indices.dtype is not _dtypes.uint32:
+        raise NkiValidationError(f"invalid argument: {n}: operand 'indices' {indices!r}: dtype "
+                                 f"must be uint32")
+    _isa.gather_flattened(d, src, idx)
+    return _DONE
+
+
+_FP32_MIN = -3.4028234663852886e38
+
+
+def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1,
+                 reduce_cmd=reduce_cmd.reset_reduce, reduce_res=None, reduce_op=maximum,
+                 range_start=0, on_false_value=_FP32_MIN, name=None):
+    """dst = on_true_tile where comp_op0(j, bound0) and comp_op1(j, bound1) for the free index
+    j + range_start, else on_false_value; reduce_res = the max of each dst row (Vector)."""
+    n = "range_select"
+    if reduce_op is not maximum:
+        raise NkiValidationError(f"invalid argument: {n}: reduce_op must be nl.maximum (the "
+                                 f"only one the 0.6 reference supports), got {reduce_op!r}")
+    if reduce_cmd is not _RC.reset_reduce:
+        raise _api.unsupported_error(
+            f"nki.isa.{n}(reduce_cmd={reduce_cmd})",
+            "the Vector engine's accumulator registers are not kept between instructions")
+    if float(on_false_value) != _FP32_MIN:
+        raise NkiValidationError(f"invalid argument: {n}: on_false_value {on_false_value!r}: "
+                                 f"the hardware takes only FP32_MIN (-3.4028235e+38)")
+    _isa.range_select(_tile(dst, n, "dst"), _tile(on_true_tile, n, "on_true_tile"),
+                      alu_of(comp_op0, n, "comp_op0"), alu_of(comp_op1, n, "comp_op1"),
+                      _tile(bound0, n, "bound0"), _tile(bound1, n, "bound1"),
+                      None if reduce_res is None else _tile(reduce_res, n, "reduce_res"),
+                      int(range_start), _FP32_MIN)
     return _DONE
 
 
@@ -390,15 +492,11 @@ def core_barrier(data, cores, engine=engine.gpsimd, name=None):
 # --- The 0.6 instructions nkisim's ISA does not have -------------------------------------------
 _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
-        "activate2": _NO_INSTRUCTION, "affine_select": _NO_INSTRUCTION,
+        "activate2": _NO_INSTRUCTION,
         "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
-        "local_gather": _NO_INSTRUCTION, "max8": _NO_INSTRUCTION,
-        "nc_find_index8": _NO_INSTRUCTION, "nc_match_replace8": _NO_INSTRUCTION,
-        "nc_n_gather": _NO_INSTRUCTION, "nc_stream_shuffle": _NO_INSTRUCTION,
-        "nonzero_with_count": _NO_INSTRUCTION, "range_select": _NO_INSTRUCTION,
+        "local_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
-        "tensor_partition_reduce": _NO_INSTRUCTION, "tensor_scalar_cumulative": _NO_INSTRUCTION,
-        "tensor_scalar_reduce": _NO_INSTRUCTION, "tensor_tensor_scan": _NO_INSTRUCTION,
+        "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
         "rng": "the PRNG is modelled as uniform floats (nl.rand); raw random bits are not",
         "rand2": "the PRNG is modelled as uniform floats in [0, 1) (nl.rand)",

@@ -2,12 +2,12 @@
 iterators. Ops run on the runtime as they are called (python/nki/language/_ops.py); names of
 the 0.6 reference that nkisim does not implement raise NotImplementedError when used."""
 from nki import _api
-from nki.language._dtypes import (  # noqa: F401
+from nki.dtype import (  # noqa: F401
     DType, MemoryRegion, bfloat16, bool_, float16, float32, float4_e2m1fn_x4, float8_e4m3,
     float8_e4m3fn, float8_e4m3fn_x4, float8_e5m2, float8_e5m2_x4, float8_e8m0fnu, hbm, int8,
     int16, int32, is_hbm, is_on_chip, is_psum, is_sbuf, private_hbm, psum, sbuf, shared_hbm,
     tfloat32, uint8, uint16, uint32, _UNSUPPORTED_DTYPES)
-from nki.language._tensor import NKIObject, NkiTensor, ds  # noqa: F401
+from nki.tensor import NKIObject, NkiTensor, ds  # noqa: F401
 from nki.language._ops import *  # noqa: F401,F403
 from nki.language._ops import alu_of, act_of  # noqa: F401
 from nki.language import _ops

@@ -3,7 +3,8 @@ the NKI simulator: every iterator is a Python range (the simulator has no compil
 affine / sequential / static hints to; the scoreboard orders instructions by their data)."""
 import contextlib
 
-import _nkisim
+from nki._runtime import _nkisim
+from nki import _runtime
 
 
 def _range(start, stop=None, step=1):
@@ -61,8 +62,7 @@ class _TileSize:
     """Hardware tile limits of the active hardware profile (NKISIM_PROFILE, default trn2)."""
 
     def _p(self):
-        from nki import _kernel
-        return _kernel.profile_info()
+        return _runtime.profile_info()
 
     @property
     def pmax(self):

@@ -1,19 +1,57 @@
 """nl's creation and memory ops: tensors in SBUF / PSUM (tiles on the current core) or HBM
 (runtime TensorViews), DMA between them (load / store), and views that move nothing."""
+import numbers
+
 import numpy as np
 
-import _nkisim
-from nki.language import _dtypes
+from nki._runtime import _nkisim
+from nki import _runtime
+from nki import dtype as _dtypes
 from nki.language._ops import _tile
-from nki.language._tensor import NkiTensor, wrap
+from nki.tensor import NkiTensor, wrap
 
 _nl = _nkisim.nl
 
 
-def _shape(shape):
-    if isinstance(shape, int):
-        return [shape]
-    return [int(s) for s in shape]
+def _shape(shape, op="nl.ndarray"):
+    """The shape as a list of ints; anything but positive integers raises NkiValidationError."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        dims = list(shape)
+    except TypeError:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: {op}: shape {shape!r}: must be a tuple of positive "
+            f"integers") from None
+    out = []
+    for i, s in enumerate(dims):
+        integral = isinstance(s, numbers.Integral) or hasattr(s, "__index__")
+        if not integral or isinstance(s, (bool, float)):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {op}: shape {tuple(dims)!r}: dim {i} is {s!r} "
+                f"({type(s).__name__}); every dim must be a positive integer")
+        v = int(s)
+        if v <= 0:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {op}: shape {tuple(dims)!r}: dim {i} is {v}; every dim "
+                f"must be a positive integer")
+        out.append(v)
+    return out
+
+
+def _check_hbm_capacity(shape, dtype, op):
+    """An HBM tensor must fit in the logical core's HBM (its share of the chip's)."""
+    info = _runtime.profile_info()
+    lnc = max(1, _nkisim.num_programs()) if _nkisim.in_kernel() else 1
+    capacity = info["hbm_bytes_per_chip"] * lnc // max(1, info["physical_cores_per_chip"])
+    nbytes = dtype.itemsize
+    for s in shape:
+        nbytes *= s
+    if nbytes > capacity:
+        raise _nkisim.NkiValidationError(
+            f"out of resources: {op}: HBM tensor {tuple(shape)} {dtype.name} needs {nbytes} B; "
+            f"the logical core (LNC {lnc}) of profile {info['name']} has {capacity} B of HBM "
+            f"(hbm_bytes_per_chip * LNC / physical_cores_per_chip)")
 
 
 def _tile_shape(shape, op="nl.ndarray"):
@@ -22,7 +60,7 @@ def _tile_shape(shape, op="nl.ndarray"):
         raise _nkisim.NkiValidationError(
             f"invalid argument: {op}: SBUF and PSUM tensors exist only while a kernel runs: call "
             f"it from an nki.jit function (kernel(...) or nki.simulate(kernel)(...))")
-    shape = _shape(shape)
+    shape = _shape(shape, op)
     return shape + [1] if len(shape) == 1 else shape
 
 
@@ -32,13 +70,13 @@ def _hbm(shape, dtype, buffer, name):
     the two cores share HBM; nl.private_hbm stays each program's own."""
     region = _dtypes._region(buffer)
     if region is not _dtypes.private_hbm and _nkisim.num_programs() > 1:
-        from nki import _kernel
-        return _kernel.shared_allocation(_shape(shape), dtype, name,
+        return _runtime.shared_allocation(_shape(shape), dtype, name,
                                          lambda: _new_hbm(shape, dtype, region, name))
     return _new_hbm(shape, dtype, region, name)
 
 
 def _new_hbm(shape, dtype, region, name):
+    _check_hbm_capacity(_shape(shape), dtype, "nl.ndarray")
     view = _nkisim.TensorView.create(_shape(shape), _dtypes.c_of(dtype), name or "hbm_tensor")
     return NkiTensor(view, region, name)
 
@@ -127,11 +165,43 @@ def expand_dims(x, axis):
 
 
 def broadcast_to(x, shape, dtype=None):
-    view = x._view(_nl.broadcast_to(x._h, _shape(shape)))
+    """A view of x repeated along its size-1 free dims. An on-chip x of one partition broadcast
+    to more partitions is copied instead (the partition dim has no zero stride): a ones-vector
+    nc_matmul on the PE per 512 columns, each evacuated from PSUM by a Vector tensor_copy, as the
+    hardware's partition broadcast is done."""
+    shape = _shape(shape, "nl.broadcast_to")
+    if x.on_chip and x.shape[0] == 1 and shape[0] > 1:
+        x = _partition_broadcast(x, shape[0])
+    view = x._view(_nl.broadcast_to(x._h, shape))
     if dtype is None or _dtypes.resolve(dtype) is x.dtype:
         return view
     from nki.language._ops import copy
     return copy(view, dtype)
+
+
+def _partition_broadcast(x, partitions):
+    """x [1, free...] (on chip) copied onto `partitions` partitions: out = ones[1, P].T @ x."""
+    if not _nkisim.dtype_is_float(x.dtype.c):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: nl.broadcast_to: {x!r} to {partitions} partitions: a partition "
+            f"broadcast runs on the PE, which takes float dtypes, not {x.dtype.name}")
+    if partitions > 128:
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: nl.broadcast_to: {x!r} to {partitions} partitions: at most 128")
+    n = x.size
+    src = x._h
+    if not src.free_contiguous():
+        src = _nl.ndarray([1, n], x.dtype.c, False, "broadcast_to.src")
+        _nkisim.isa.tensor_copy(src.reshape(list(x.shape[1:])), x._h, _nkisim.Engine.Vector)
+    src = src.reshape([n])
+    ones = _nl.full([1, partitions], 1.0, x.dtype.c, False, "broadcast_to.ones")
+    out = _nl.ndarray([partitions, n], x.dtype.c, False, "broadcast_to")
+    for c0 in range(0, n, 512):
+        w = min(512, n - c0)
+        acc = _nl.ndarray([partitions, w], _dtypes.float32.c, True, "broadcast_to.psum")
+        _nkisim.isa.nc_matmul(acc, ones, src.slice(1, c0, c0 + w), False)
+        _nkisim.isa.tensor_copy(out.slice(1, c0, c0 + w), acc, _nkisim.Engine.Vector)
+    return NkiTensor(out.reshape(list(x.shape[1:])), _dtypes.sbuf, x.name)
 
 
 def shared_constant(constant, dtype=None):

@@ -6,9 +6,9 @@ from C++ (docs/nl-ops.md). The same function objects are NKI's op tokens for nis
 (``nisa.tensor_tensor(..., op=nl.add)``): ``alu_of`` and ``act_of`` map them onto the ISA's ALU
 op and activation function.
 """
-import _nkisim
-from nki.language import _dtypes
-from nki.language._tensor import NkiTensor, wrap
+from nki._runtime import _nkisim
+from nki import dtype as _dtypes
+from nki.tensor import NkiTensor, wrap
 
 _nl = _nkisim.nl
 _OP_ROWS = {row[0]: row for row in _nl.op_table()}  # name -> (name, family, op, alu, act)

@@ -8,9 +8,9 @@ on it keeps a size-1 slice (a result is always at least 2-D); in HBM an integer 
 """
 import numbers
 
-import _nkisim
+from nki._runtime import _nkisim
 from nki._api import unsupported_error
-from nki.language import _dtypes
+from nki import dtype as _dtypes
 
 
 class DynSlice:
@@ -33,11 +33,31 @@ def ds(start, size):
 
 
 class NKIObject:
-    """Base class of NKI's configuration objects: keyword arguments become attributes."""
+    """Base class of NKI's configuration objects: keyword arguments become attributes.
+
+    A subclass's public class attributes without an annotation (``section_idx = None``) are
+    fields too: they get an annotation here, so ``@dataclass`` on the subclass makes them
+    keyword arguments of its ``__init__``, as NKI's kernels construct them."""
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
             setattr(self, key, value)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__annotations__")
+        added = {}
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("_") or (own and name in own):
+                continue
+            if isinstance(value, (list, dict, set, type)) or callable(value) or \
+                    hasattr(value, "__get__"):
+                continue
+            added[name] = "typing.Any"
+        if added:
+            annotations = dict(own or {})
+            annotations.update(added)  # after the annotated ones: each has a default
+            cls.__annotations__ = annotations
 
 
 def _not_here(what):
@@ -47,7 +67,6 @@ def _not_here(what):
 _REASONS = {
     "permute": "on-chip tiles have no free-dim permutation in the runtime's Tile views "
                "(HBM tensors permute)",
-    "ap": "on-chip tiles take no access pattern in the runtime (HBM tensors do)",
     "rearrange": "einops-style patterns are not parsed; use reshape / permute",
     "vector_select": "per-partition indirect DMA addressing is not modelled",
     "indirect": "tensor indirection (NeuronCore-v4) is not modelled",
@@ -113,7 +132,8 @@ class NkiTensor(NKIObject):
         return f"NkiTensor({self.shape}, {self.dtype!r}, buffer={self.buffer.name})"
 
     def _view(self, handle):
-        return NkiTensor(handle, self.buffer, self.name, self._base or self)
+        base = self._base if self._base is not None else self
+        return NkiTensor(handle, self.buffer, self.name, base)
 
     # --- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -148,15 +168,20 @@ class NkiTensor(NKIObject):
         return self._view(h)
 
     def __setitem__(self, key, value):
-        from nki import isa as nisa
+        """t[key] = tensor (a tensor_copy on chip, else a DMA) or a number (a memset)."""
         dst = self[key]
+        isa = _nkisim.isa
         if isinstance(value, NkiTensor):
             if dst.on_chip and value.on_chip:
-                nisa.tensor_copy(dst=dst, src=value)
+                isa.tensor_copy(dst._h, value._h, _nkisim.Engine.Vector)
             else:
-                nisa.dma_copy(dst=dst, src=value)
+                isa.dma_copy(dst._h, value._h)
+        elif dst.on_chip:
+            isa.memset(dst._h, float(value), _nkisim.Engine.Vector)
         else:
-            nisa.memset(dst=dst, value=value)
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.__setitem__: {dst!r} = {value!r}: a number can be "
+                f"set only in SBUF or PSUM (memset), not in HBM")
 
     # --- views ------------------------------------------------------------------------------
     def slice(self, dim, start, end, step=1):
@@ -165,8 +190,7 @@ class NkiTensor(NKIObject):
     def select(self, dim, index):
         """Drops `dim` at `index`: an int, a register, or a one-element tensor whose value is read
         now (the kernel runs eagerly, so the hardware's run-time index is known)."""
-        from nki._register import _int
-        return self._view(self._h.select(dim, _int(index)))
+        return self._view(self._h.select(dim, host_int(index)))
 
     def reshape(self, shape):
         shape = tuple(int(s) for s in shape)
@@ -226,8 +250,10 @@ class NkiTensor(NKIObject):
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
            dtype=None):
+        if vector_offset is not None:
+            raise _not_here("vector_select")
         if self.on_chip:
-            raise _not_here("ap")
+            return self._tile_ap(pattern, offset, scalar_offset, indirect_dim, dtype)
         if vector_offset is not None:
             raise _not_here("vector_select")
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
@@ -235,9 +261,28 @@ class NkiTensor(NKIObject):
         if scalar_offset is not None:
             # The offset's value is known now (an int, a register, or a one-element tensor read
             # by the host): the access lands where the hardware's indirect DMA would put it.
-            from nki._register import _int
-            base += _int(scalar_offset) * h.strides[indirect_dim]
+            base += host_int(scalar_offset) * h.strides[indirect_dim]
         return self._view(h.ap(base, [(int(s), int(c)) for s, c in pattern]))
+
+    def _tile_ap(self, pattern, offset, scalar_offset, indirect_dim, dtype):
+        """SBUF / PSUM: pattern[0] is [partition step, partitions] (the partitions are always
+        consecutive; the step is the row length the storage offset counts in), the rest the
+        free dims' [step, count]; offsets are elements from this view's first element."""
+        pattern = [(int(s), int(c)) for s, c in pattern]
+        if not pattern:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {self!r}: the pattern is empty; it needs "
+                f"[partition step, partitions] first")
+        h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
+        base = 0 if offset is None else int(offset)
+        if scalar_offset is not None:
+            base += host_int(scalar_offset) * self.strides[indirect_dim]
+        try:
+            return self._view(h.ap(pattern[0][1], pattern[1:], base))
+        except _nkisim.NkiValidationError as e:
+            # NKI builds an access pattern without checking it; only an access through it is
+            # checked (kernels make such views in loops and use only those in range).
+            return _OutOfRangeView(e, self.buffer, self.name)
 
     def get_pattern(self):
         return [[int(s), int(c)] for s, c in zip(self.strides, self.shape)]
@@ -267,6 +312,37 @@ class NkiTensor(NKIObject):
         """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
         import numpy as np
         return bool(np.all(self.numpy() != 0))
+
+
+class _OutOfRangeView(NkiTensor):
+    """An access pattern that addresses outside its tile: any use raises the error it had."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error, buffer, name):
+        NkiTensor.__init__(self, None, buffer, name)
+        self._error = error
+
+    @property
+    def _h(self):
+        raise _nkisim.NkiValidationError(str(self._error))
+
+    @_h.setter
+    def _h(self, value):
+        pass
+
+    def __repr__(self):
+        return f"NkiTensor(out-of-range access pattern: {self._error})"
+
+
+def host_int(x):
+    """An index known now: an int, a register (anything with __index__), or the first element of
+    a tensor, read on the host (the kernel runs eagerly)."""
+    if x is None:
+        return 0
+    if isinstance(x, NkiTensor):
+        return int(x.numpy().ravel()[0])
+    return int(x)
 
 
 def _expand_ellipsis(key, rank):

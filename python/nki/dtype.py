@@ -8,7 +8,7 @@ import enum
 
 import numpy as np
 
-import _nkisim
+from nki._runtime import _nkisim
 
 
 class DType:

@@ -1,0 +1,303 @@
+"""Runs the NKI library's kernels that have a torch reference (*_torch.py) on nkisim at small
+shapes and compares each with its reference: `scripts/check-nki-library.sh PATH` (PATH: a
+checkout of aws-neuron/nki-library). Prints one row per kernel and case:
+
+  PASS            every output within atol + rtol * max|golden| of the reference
+  WRONG (err)     an output outside it (err: the largest |actual - golden| / max|golden|)
+  ERROR (why)     the kernel did not run: the first missing API or the exception
+  NOT RUN (why)   no small case is defined here for that kernel (its signature needs one)
+
+Nothing of the library is copied: the kernels and references are imported from PATH. The
+cases (input shapes and arguments) are this script's, chosen small, from the shapes the
+library's own fast tests use where they are small already.
+"""
+import importlib
+import os
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+
+
+def _torch():
+    import torch
+    return torch
+
+
+# --- cases ----------------------------------------------------------------------------------
+# kernel: "module:function" under nkilib_src.nkilib.core; ref likewise; make(torch, gen) ->
+# (kernel args dict, ref args dict); outputs compared in order (the ref's dict order).
+def _randn(t, g, *shape, dtype=None):
+    x = t.randn(*shape, generator=g)
+    return x if dtype is None else x.to(dtype)
+
+
+def _cumsum(shape, dtype):
+    def make(t, g):
+        x = _randn(t, g, *shape, dtype=getattr(t, dtype))
+        return {"x": x}, {"x": x.float()}
+    return make
+
+
+def _cascaded_max(shape):
+    def make(t, g):
+        x = _randn(t, g, *shape)
+        return {"input_tensor": x}, {"input_tensor": x}
+    return make
+
+
+def _rope(d_head, b, heads, s):
+    def make(t, g):
+        x = _randn(t, g, d_head, b, heads, s)
+        angle = t.rand(d_head // 2, b, s, generator=g) * 6.28
+        return ({"x_in": x, "cos": angle.cos(), "sin": angle.sin()},
+                {"x_in": x, "cos": angle.cos(), "sin": angle.sin()})
+    return make
+
+
+def _nonzero(t_len, cols):
+    def make(t, g):
+        x = (t.rand(t_len, cols, generator=g) > 0.7).float()
+        return {"input_tensor": x}, {"input_tensor": x}
+    return make
+
+
+def _norm(b, s, h, beta=False):
+    def make(t, g):
+        x = _randn(t, g, b, s, h).to(t.float16)
+        gamma = _randn(t, g, 1, h).to(t.float16)
+        args = {"input": x, "gamma": gamma,
+                "output": t.zeros((128, b * s, h // 128), dtype=t.float16)}
+        if beta:
+            args["beta"] = _randn(t, g, 1, h).to(t.float16)
+        ref = dict(args)
+        ref.update({k: v.float() for k, v in args.items()})
+        return args, ref
+    return make
+
+
+def _indexed_flatten(T, E, f_len):
+    def make(t, g):
+        x = t.arange(E * T, dtype=t.int32).reshape(E, T)
+        output_len = ((E * T + 1024 + 127) // 128) * 128
+        offsets = t.tensor([T // f_len * i for i in range(E)], dtype=t.int32)
+        args = {"input_tensor": x, "f_len": f_len, "output_len": output_len,
+                "row_offsets": offsets, "row_offsets_start": None, "padding_val": -1}
+        return args, dict(args)
+    return make
+
+
+def _rope_hf(b, qh, kvh, s, d, dtype):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        q = _randn(t, g, b, qh, s, d).to(dt)
+        k = _randn(t, g, b, kvh, s, d).to(dt)
+        cos = _randn(t, g, b, s, d).to(dt)
+        sin = _randn(t, g, b, s, d).to(dt)
+        args = {"q": q, "k": k, "q_out": t.zeros_like(q), "k_out": t.zeros_like(k),
+                "cos": cos, "sin": sin}
+        ref = {k_: v.float() for k_, v in args.items()}
+        return args, ref
+    return make
+
+
+def _out_proj_tkg(d, b, n, s, h, dtype, transpose_out=False):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        attention = (t.rand(d, b, n, s, generator=g) * 2 - 1).to(dt)
+        weight = (t.rand(n * d, h, generator=g) * 2 - 1).to(dt)
+        bias = (t.rand(1, h, generator=g) * 2 - 1).to(dt)
+        args = {"attention": attention, "weight": weight, "bias": bias,
+                "TRANSPOSE_OUT": transpose_out}
+        ref = {k: (v.float() if isinstance(v, t.Tensor) else v) for k, v in args.items()}
+        return args, ref
+    return make
+
+
+def _attention_cte(bs, sq, skv, d, dtype, causal):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        q = _randn(t, g, bs, sq, d).to(dt)          # tp_q: [bs, seqlen_q, d]
+        k = _randn(t, g, bs, d, skv).to(dt)         # not tp_k: [bs, d, seqlen_kv]
+        v = _randn(t, g, bs, skv, d).to(dt)
+        args = {"q": q, "k": k, "v": v, "scale": d ** -0.5, "causal_mask": causal}
+        ref = {k_: (v_.float() if isinstance(v_, t.Tensor) else v_) for k_, v_ in args.items()}
+        return args, ref
+    return make
+
+
+CASES = [
+    ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
+        ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
+        ("x[128,512] fp32", _cumsum((128, 512), "float32"), 1e-3, 1e-3),
+        ("x[4,2,256] bf16", _cumsum((4, 2, 256), "bfloat16"), 1e-3, 1e-2),
+    ]),
+    ("max.cascaded_max:cascaded_max", "max.cascaded_max_torch:cascaded_max_torch_ref", [
+        ("x[4,1024] fp32", _cascaded_max((4, 1024)), 1e-5, 1e-5),
+    ]),
+    ("embeddings.rope:RoPE", "embeddings.rope_torch:rope_torch_ref", [
+        ("x[64,1,2,128] fp32", _rope(64, 1, 2, 128), 1e-4, 1e-4),
+    ]),
+    ("embeddings.rope_hf:rope_hf", "embeddings.rope_hf_torch:rope_hf_torch_ref", [
+        ("q[1,4,256,128] k[1,1,256,128] fp32", _rope_hf(1, 4, 1, 256, 128, "float32"),
+         1e-4, 1e-4),
+        ("q[1,4,256,128] k[1,1,256,128] bf16", _rope_hf(1, 4, 1, 256, 128, "bfloat16"),
+         1e-2, 1e-2),
+    ]),
+    ("output_projection.output_projection_tkg:output_projection_tkg",
+     "output_projection.output_projection_tkg_torch:output_projection_tkg_torch_ref", [
+        ("attn[128,4,2,1] w[256,512] bf16", _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16"),
+         1e-2, 1e-2),
+        # the reference's transposed layout assumes LNC 2 when H divides by 256
+        ("attn[128,4,2,1] w[256,512] bf16 TRANSPOSE_OUT, LNC 2",
+         _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16", True), 1e-2, 1e-2, 2),
+    ]),
+    ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
+        ("q[1,256,64] kv 256 fp32 causal", _attention_cte(1, 256, 256, 64, "float32", True),
+         1e-3, 1e-3),
+        ("q[1,128,64] kv 512 bf16", _attention_cte(1, 128, 512, 64, "bfloat16", False),
+         1e-2, 2e-2),
+    ]),
+    ("subkernels.find_nonzero_indices:find_nonzero_indices",
+     "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [
+        ("x[256,8] fp32", _nonzero(256, 8), 0, 0),
+    ]),
+    ("subkernels.indexed_flatten:indexed_flatten",
+     "subkernels.indexed_flatten_torch:indexed_flatten_torch_ref", [
+        ("T 4096, E 2, f_len 128 int32, LNC 2", _indexed_flatten(4096, 2, 128), 0, 0, 2),
+    ]),
+    ("subkernels.rmsnorm_tkg:rmsnorm_tkg",
+     "subkernels.rmsnorm_torch:rmsnorm_tkg_torch_ref_lnc1", [
+        ("x[1,4,2048] fp16", _norm(1, 4, 2048), 1e-2, 1e-2),
+    ]),
+    ("subkernels.layernorm_tkg:layernorm_tkg",
+     "subkernels.layernorm_torch:layernorm_tkg_torch_ref_lnc1", [
+        ("x[1,4,2048] fp16 + beta", _norm(1, 4, 2048, beta=True), 1e-2, 1e-2),
+    ]),
+]
+
+PKG = "nkilib_src.nkilib.core."
+
+
+def _load(spec):
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(PKG + module), name)
+
+
+def _first_missing(exc):
+    """The first missing API an exception names, else the exception."""
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return text[:160]
+
+
+def _as_list(out):
+    if isinstance(out, dict):
+        return list(out.values())
+    if isinstance(out, (list, tuple)):
+        return list(out)
+    return [out]
+
+
+def _np(x):
+    t = _torch()
+    if isinstance(x, t.Tensor):
+        return x.detach().float().numpy() if x.is_floating_point() else x.detach().numpy()
+    return np.asarray(x)
+
+
+def run_case(kernel, ref, make, atol, rtol, lnc=1):
+    import nki
+    t = _torch()
+    g = t.Generator().manual_seed(0)
+    kargs, rargs = make(t, g)
+    ref_out = ref(**rargs)
+    golden = _as_list(ref_out)
+    result = nki.cpu_simulate(kernel)[lnc](**kargs)
+    if result is None and isinstance(ref_out, dict):
+        # outputs written into arguments (q_out, ...): the reference names them
+        result = [kargs[name] for name in ref_out]
+    actual = _as_list(result)
+    if len(actual) != len(golden):
+        return f"WRONG ({len(actual)} outputs, the reference has {len(golden)})"
+    worst = 0.0
+    for a, b in zip(actual, golden):
+        a, b = _np(a).astype(np.float64), _np(b).astype(np.float64)
+        if a.size != b.size:
+            return f"WRONG (output shape {a.shape}, the reference's {b.shape})"
+        a = a.reshape(b.shape)
+        scale = max(np.abs(b).max(), 1e-30) if b.size else 1.0
+        err = np.abs(a - b).max() if b.size else 0.0
+        if not err <= atol + rtol * scale:
+            return f"WRONG ({err / scale:.3g})"
+        worst = max(worst, err / scale)
+    return f"PASS ({worst:.2g})"
+
+
+def reference_modules(root):
+    base = os.path.join(root, "src", "nkilib_src", "nkilib", "core")
+    out = []
+    for d, _, files in os.walk(base):
+        for f in files:
+            if f.endswith("_torch.py") or f == "torch_ref.py":
+                out.append(os.path.relpath(os.path.join(d, f), base)[:-3].replace(os.sep, "."))
+    return sorted(out)
+
+
+def main():
+    root = os.path.abspath(sys.argv[1])
+    sys.path.insert(0, os.path.join(root, "src"))
+    try:
+        commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
+    print(f"NKI library {root} at {commit}")
+    print("| kernel | case | result |")
+    print("|---|---|---|")
+    covered = set()
+    counts = {"PASS": 0, "WRONG": 0, "ERROR": 0, "NOT RUN": 0}
+    for kspec, rspec, cases in CASES:
+        covered.add(rspec.split(":")[0])
+        try:
+            kernel, ref = _load(kspec), _load(rspec)
+        except Exception as e:  # noqa: BLE001
+            for name, *_ in cases:
+                print(f"| {kspec} | {name} | ERROR ({_first_missing(e)}) |")
+                counts["ERROR"] += 1
+            continue
+        for name, make, atol, rtol, *lnc in cases:
+            try:
+                result = run_case(kernel, ref, make, atol, rtol, *lnc)
+            except Exception as e:  # noqa: BLE001
+                if os.environ.get("CHECK_NKI_LIBRARY_TRACE"):
+                    traceback.print_exc()
+                result = f"ERROR ({_first_missing(e)})"
+            counts[result.split(" (")[0]] += 1
+            print(f"| {kspec} | {name} | {result} |", flush=True)
+    for mod in reference_modules(root):
+        if mod in covered:
+            continue
+        kernel_mod = mod[:-len("_torch")] if mod.endswith("_torch") else mod
+        kernel_mod = {"subkernels.rmsnorm": "subkernels.rmsnorm_tkg",
+                      "subkernels.layernorm": "subkernels.layernorm_tkg",
+                      "topk.torch_ref": "topk.rotational_topk",
+                      "transformer.transformer_tkg": None}.get(kernel_mod, kernel_mod)
+        if kernel_mod is None:
+            counts["NOT RUN"] += 1
+            print(f"| {mod} | - | NOT RUN (a reference with no kernel module of its name) |")
+            continue
+        try:
+            importlib.import_module(PKG + mod)
+            importlib.import_module(PKG + kernel_mod)
+            why = "imports; no small case defined here"
+        except Exception as e:  # noqa: BLE001
+            why = "does not import: " + _first_missing(e)
+        counts["NOT RUN"] += 1
+        print(f"| {kernel_mod} | - | NOT RUN ({why}) |")
+    print()
+    print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+
+
+if __name__ == "__main__":
+    main()
