@@ -63,7 +63,17 @@ CollectivePlan PlanAllToAllV(const GroupPlacement& group, const std::vector<int6
   const AlgorithmChoice choice =
       ChooseAlgorithm(CollectiveOp::kAllToAll, group, buffer_bytes, profile, requested);
   Schedule uniform = BuildSchedule(*choice.row, CollectiveOp::kAllToAll, group, buffer_bytes, profile);
-  // Each chunk i * n + j of the uniform schedule stands for rows[i][j] rows: one chunk per row.
+  // Each chunk i * n + j of the uniform schedule stands for rows[i][j] rows. The weighted
+  // schedule's chunk is `unit` rows, the gcd of the counts the schedule carries, so a transfer of
+  // rows[i][j] rows carries rows[i][j] / unit chunks (exact; few chunks when counts share a
+  // factor, as token counts of one hidden size do not need to).
+  int64_t unit = 0;
+  for (const Step& st : uniform.steps) {
+    for (const Transfer& t : st.transfers) {
+      for (int c : t.chunks) unit = std::gcd(unit, rows[static_cast<size_t>(c)]);
+    }
+  }
+  if (unit == 0) unit = 1;
   auto weighted = std::make_shared<Schedule>();
   weighted->op = CollectiveOp::kAllToAll;
   weighted->members = n;
@@ -74,7 +84,7 @@ CollectivePlan PlanAllToAllV(const GroupPlacement& group, const std::vector<int6
       Transfer wt = t;
       wt.chunks.clear();
       for (int c : t.chunks) {
-        const int64_t r = rows[static_cast<size_t>(c)];
+        const int64_t r = rows[static_cast<size_t>(c)] / unit;
         for (int64_t k = 0; k < r; ++k) wt.chunks.push_back(next++);
       }
       if (!wt.chunks.empty()) w.transfers.push_back(std::move(wt));
@@ -94,8 +104,8 @@ CollectivePlan PlanAllToAllV(const GroupPlacement& group, const std::vector<int6
   plan.algorithm = choice.row->name;
   plan.reason = StrCat(choice.reason, "; per-peer counts (all_to_all_v)");
   plan.launch = launch;
-  plan.chunk_bytes = row_bytes;
-  plan.cost = PlaySchedule(*weighted, group, row_bytes,
+  plan.chunk_bytes = row_bytes * static_cast<double>(unit);
+  plan.cost = PlaySchedule(*weighted, group, plan.chunk_bytes,
                            ResolveParams(profile, CollectiveOp::kAllToAll, plan.algorithm), launch);
   plan.schedule = std::move(weighted);
   return plan;

@@ -15,7 +15,7 @@
 // "pairwise" by default, or the row the group set forces) is built as for a uniform all_to_all,
 // and each of its transfers then carries, instead of one block per (source, destination) chunk,
 // the rows that source really sends that destination; the schedule is played on the unchanged
-// link model (collectives/link_model.h) with one chunk = one row. Charged from the latest
+// link model (collectives/link_model.h), one chunk = the gcd of the counts in rows. Charged from the latest
 // member's clock (MPI_Iallreduce MAX, overlapping the payload) as a Collective event on core 0,
 // in the group's launch context (in-graph or host) as the other collectives are.
 //

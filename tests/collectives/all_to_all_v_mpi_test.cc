@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -159,6 +161,37 @@ TEST_F(AllToAllVTest, SkewCostsMoreThanBalancedAndHostAddsLaunch) {
   EXPECT_EQ(z.cost.steps, n - 1);  // every round still runs
   EXPECT_THROW(PlanAllToAllV(g, balanced, row_bytes, Trn2Profile(), "ring", Launch::kInGraph),
                Error);
+}
+
+// docs/collectives.md's hand calculation, recomputed from the profile's parameters: 8 ranks on
+// one chip (LNC 1), member i sends member j c[j] rows of 4096 B (c = 64, 32, ..., 1, 0). Every
+// pairwise round: each member sends one transfer and receives one, the largest c_max rows, all on
+// the chip, so round = step_latency + max(c_max / dma, c_max / intrachip) + 2 * sum(c) / hbm.
+TEST_F(AllToAllVTest, DocsHandCalculationOneChip) {
+  const int n = 8;
+  const HardwareProfile& pr = Trn2Profile();
+  const GroupPlacement g = DefaultPlacement(n, 1, pr);
+  const int64_t c[n] = {64, 32, 16, 8, 4, 2, 1, 0};
+  const double row = 4096;
+  std::vector<int64_t> rows(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) rows[static_cast<size_t>(i * n + j)] = i == j ? 0 : c[j];
+  }
+  const CollectiveParams p = ResolveParams(pr, CollectiveOp::kAllToAll, "pairwise");
+  const double max_bytes = 64 * row, sum_bytes = 127 * row;
+  const double round = p.step_latency_ns +
+                       std::max(max_bytes / p.dma_gbps_per_rank, max_bytes / p.intrachip_gbps) +
+                       2 * sum_bytes / p.hbm_gbps_per_chip;
+  const double hand = p.in_graph_fixed_ns + (n - 1) * round;
+  for (Launch launch : {Launch::kInGraph, Launch::kHost}) {
+    const CollectivePlan plan = PlanAllToAllV(g, rows, row, pr, "auto", launch);
+    const double want = hand + (launch == Launch::kHost ? p.fixed_ns : 0.0);
+    EXPECT_NEAR(plan.cost.total_ns, want, 1e-9 * want) << LaunchName(launch);
+    if (rank_ == 0) {
+      std::printf("all_to_all_v docs example, %s: model %.3f ns, hand %.3f ns\n",
+                  LaunchName(launch), plan.cost.total_ns, want);
+    }
+  }
 }
 
 TEST_F(AllToAllVTest, BadCountsNameFieldValueAndRule) {
