@@ -22,7 +22,7 @@
 // Errors: Error(kInvalidArgument) naming the field, its value and the rule (send_rows of the
 // wrong length, a negative count, counts that do not sum to input dim 0, an output too small, a
 // dtype or trailing-dim mismatch, a non-contiguous operand, an algorithm that does not serve
-// all_to_all); Error(kUnimplemented)-style kInvalidArgument on a LocalFabric (threads; not yet
+// all_to_all), and on a LocalFabric (timing-only ranks as threads: not yet
 // supported); Error(kCommError) on MPI errors.
 #pragma once
 
