@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/all_to_all_v.h"
 #include "collectives/batch_shard.h"
 #include "collectives/collective_cost.h"
 #include "collectives/collectives.h"
@@ -236,6 +237,59 @@ Case AllToAllCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n)
   return c;
 }
 
+// all_to_all_v on a fixed skew: member i sends member j rows(i, j) = ((i + 2j) mod 3) * m / 2
+// elements (m = count / G: 0, m / 2 or m; one more to itself so no buffer is empty); the counts
+// are exchanged at run time as an expert-parallel token exchange's are.
+Case AllToAllVCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
+  Case c;
+  auto b = c.buf;
+  const int g = group.size(), p = group.position;
+  const int64_t m = std::max<int64_t>(n / g, 1);
+  auto rows = [m](int i, int j) { return ((i + 2 * j) % 3) * m / 2 + (i == j ? 1 : 0); };
+  auto send = std::make_shared<std::vector<int64_t>>();
+  int64_t sent = 0, received = 0;
+  for (int j = 0; j < g; ++j) {
+    send->push_back(rows(p, j));
+    sent += rows(p, j);
+    received += rows(j, p);
+  }
+  b->input = TensorView::Create({sent}, dt, "input");
+  b->output = TensorView::Create({received}, dt, "output");
+  Fill(b->input, ctx.rank());
+  c.run = [&ctx, &group, b, send] {
+    return static_cast<collectives::CollectiveResult>(
+        collectives::all_to_all_v(ctx, group, b->input, *send, b->output));
+  };
+  const int64_t width = static_cast<int64_t>(SizeOf(dt));
+  c.raw_mpi = [&group, b, g, p, rows, width] {
+    std::vector<int> sc(g), sd(g), rc(g), rd(g);
+    int s_at = 0, r_at = 0;
+    for (int j = 0; j < g; ++j) {
+      sc[j] = static_cast<int>(rows(p, j) * width);
+      rc[j] = static_cast<int>(rows(j, p) * width);
+      sd[j] = s_at;
+      rd[j] = r_at;
+      s_at += sc[j];
+      r_at += rc[j];
+    }
+    MPI_Alltoallv(b->input.buffer().data(), sc.data(), sd.data(), MPI_BYTE,
+                  b->output.buffer().data(), rc.data(), rd.data(), MPI_BYTE, group.comm);
+  };
+  const std::vector<int> members = *group.members;
+  c.expected = [dt, members, g, p, rows](int64_t k) {
+    for (int i = 0; i < g; ++i) {
+      if (k < rows(i, p)) {
+        int64_t offset = k;
+        for (int j = 0; j < p; ++j) offset += rows(i, j);
+        return Value(dt, members[i], offset);
+      }
+      k -= rows(i, p);
+    }
+    return -999.0f;
+  };
+  return c;
+}
+
 // NBSd with n = 1 head, S = 1, B = G rows of d = count / G elements: each rank keeps one row.
 Case BatchShardCase(RankContext& ctx, const GroupComm& group, DType dt, int64_t n) {
   Case c;
@@ -269,6 +323,7 @@ const OpSpec* FindOp(const std::string& name) {
       {"all_reduce", 1, AllReduceFactor, AllReduceCase},
       {"reduce_scatter", 0, RingFactor, ReduceScatterCase},
       {"all_to_all", 1, RingFactor, AllToAllCase},
+      {"all_to_all_v", 1, RingFactor, AllToAllVCase},
       {"batch_shard", 0, RingFactor, BatchShardCase},
   };
   for (const OpSpec& op : kOps) {
@@ -276,7 +331,7 @@ const OpSpec* FindOp(const std::string& name) {
   }
   Raise(ErrorCode::kInvalidArgument,
         StrCat("collective: '", name, "' is not one of all_gather, all_reduce, reduce_scatter, ",
-               "all_to_all, batch_shard"));
+               "all_to_all, all_to_all_v, batch_shard"));
 }
 
 int64_t CountWrong(const Case& c) {
@@ -485,6 +540,11 @@ int RunModelOnly(const Options& o) {
     Raise(ErrorCode::kInvalidArgument,
           "collective --model-only: batch_shard moves real tensors; price its all_gather instead");
   }
+  if (o.op == "all_to_all_v") {
+    Raise(ErrorCode::kInvalidArgument,
+          "collective --model-only: all_to_all_v's counts are known only at run time; run it "
+          "under mpiexec (its price is collectives::PlanAllToAllV of the count matrix)");
+  }
   if (o.ranks < 1 || o.ranks > 16384) {
     Raise(ErrorCode::kInvalidArgument,
           StrCat("collective --model-only: --ranks ", o.ranks,
@@ -554,7 +614,7 @@ int RunModelOnly(const Options& o) {
 void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
   auto o = std::make_shared<Options>();
   cmd->add_option("op", o->op,
-                  "all_gather | all_reduce | reduce_scatter | all_to_all | batch_shard")
+                  "all_gather | all_reduce | reduce_scatter | all_to_all | all_to_all_v | batch_shard")
       ->required();
   cmd->add_option("-b,--minbytes", o->min_bytes,
                   "smallest size as nccom-test counts it (all_gather: the gathered output; "

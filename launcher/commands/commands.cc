@@ -8,6 +8,7 @@
 #include "launcher/commands/example.h"
 #include "launcher/commands/kernel_attention.h"
 #include "launcher/commands/kernel_mlp.h"
+#include "launcher/commands/kernel_moe.h"
 #include "launcher/commands/kernel_oproj.h"
 #include "launcher/commands/kernel_qkv.h"
 #include "launcher/commands/pack_weights.h"
@@ -65,6 +66,8 @@ constexpr Command kCommands[] = {
      "Decode (tkg) or causal prefill (cte) attention: outputs, cost, roofline, trace, check"},
     {"mlp", "kernel", AddKernelMlpCommand,
      "MLP block (TKG decode / CTE prefill): norm, gate / up, act, down; roofline, trace, check"},
+    {"moe", "kernel", AddKernelMoeCommand,
+     "MoE layer (router, dispatch, expert MLPs, shared expert, combine) on one core; --check"},
 };
 
 }  // namespace

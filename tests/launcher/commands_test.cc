@@ -62,7 +62,7 @@ TEST(CommandTable, BuildsTheCommandLine) {
   EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
                                            "predict", "serve", "collective", "calibrate", "pack-weights", "python",
                                            "kernel"));
-  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp"));
+  EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp", "moe"));
   EXPECT_THAT(Names(cli.app.get_subcommand("example")), ElementsAre("softmax"));
 }
 
@@ -76,12 +76,12 @@ TEST(CommandTable, UnknownOrMissingCommandOfAGroupIsNamed) {
     return CommandWordProblem(cli.app, static_cast<int>(argv.size()), argv.data());
   };
   EXPECT_EQ(problem({"kernel", "softmax"}),
-            "'softmax' is not a command of 'nkisim kernel'; its commands are qkv, oproj, attention, mlp");
+            "'softmax' is not a command of 'nkisim kernel'; its commands are qkv, oproj, attention, mlp, moe");
   EXPECT_EQ(problem({"example", "matmul"}),
             "'matmul' is not a command of 'nkisim example'; its commands are softmax");
-  EXPECT_EQ(problem({"kernel"}), "'nkisim kernel' needs a command: qkv, oproj, attention, mlp");
+  EXPECT_EQ(problem({"kernel"}), "'nkisim kernel' needs a command: qkv, oproj, attention, mlp, moe");
   EXPECT_EQ(problem({"kernel", "--bogus"}),
-            "'nkisim kernel' needs a command before '--bogus': qkv, oproj, attention, mlp");
+            "'nkisim kernel' needs a command before '--bogus': qkv, oproj, attention, mlp, moe");
   EXPECT_THAT(problem({"frobnicate"}), ::testing::StartsWith("'frobnicate' is not a command; the commands are demo,"));
   EXPECT_THAT(problem({}), ::testing::StartsWith("'nkisim' needs a command: demo, example,"));
   // Known words, and what CLI11 answers itself, pass.
