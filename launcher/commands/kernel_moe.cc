@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/moe/moe.h"
+#include "kernels/moe/moe_case.h"
 #include "kernels/reference/compare.h"
 #include "kernels/reference/moe_ref.h"
 #include "launcher/commands/common_options.h"
@@ -34,20 +35,8 @@ struct MoeOptions {
   CommonOptions common;
 };
 
-struct Operand {
-  TensorView view;
-  std::vector<float> values;
-};
-Operand Random(const Shape& shape, float scale, uint32_t seed, const char* name) {
-  Operand o{TensorView::Create(shape, DType::kBFloat16, name), {}};
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(static_cast<size_t>(o.view.numel()));
-  for (float& x : v) x = d(rng);
-  o.view.FromFloats(v);
-  o.values = o.view.ToFloats();
-  return o;
-}
+using moe::Operand;
+using moe::Random;
 
 moe::RouterSkew ParseSkew(const std::string& text, int64_t experts) {
   moe::RouterSkew s;

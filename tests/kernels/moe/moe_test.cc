@@ -4,6 +4,7 @@
 // |actual - golden| <= atol + rtol * max|golden|, worst element reported. Times are never
 // hard-coded (the DMA model is being replaced); only relations are asserted.
 #include "kernels/moe/moe.h"
+#include "kernels/moe/moe_case.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,21 +33,6 @@ struct Shape4 {
 constexpr Shape4 kQwen3{"qwen3-30b-a3b", 2048, 128, 8, 768};
 constexpr Shape4 kGptOss{"gpt-oss-120b", 2880, 128, 4, 2880};
 
-// A bf16 tensor of N(0, scale^2) values and the floats it holds (what the golden reads).
-struct Operand {
-  TensorView view;
-  std::vector<float> values;
-};
-Operand Random(const Shape& shape, float scale, uint32_t seed, const char* name) {
-  Operand o{TensorView::Create(shape, DType::kBFloat16, name), {}};
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(static_cast<size_t>(o.view.numel()));
-  for (float& x : v) x = d(rng);
-  o.view.FromFloats(v);
-  o.values = o.view.ToFloats();
-  return o;
-}
 
 Comparison Check(const char* what, const std::vector<float>& got, const std::vector<double>& gold,
                  Tolerance tol) {
