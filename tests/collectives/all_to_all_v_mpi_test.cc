@@ -15,32 +15,15 @@
 #include <random>
 
 #include "runtime/error.h"
+#include "tests/collectives/world_fixture.h"
 
 namespace nkisim::collectives {
 namespace {
 
 using ::testing::HasSubstr;
 
-class AllToAllVTest : public ::testing::Test {
+class AllToAllVTest : public WorldFixture<> {
  protected:
-  void SetUp() override {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_);
-    proto::Topology spec;
-    spec.set_world_size(world_);
-    spec.set_lnc(2);
-    auto* all = spec.add_replica_groups();
-    all->set_name("world");
-    all->mutable_contiguous()->set_group_size(world_);
-    topology_ = ResolveTopology(spec, Trn2Profile(), "test");
-    lnc_ = std::make_unique<LogicalCore>(2, Trn2Profile(), rank_);
-    ctx_ = std::make_unique<RankContext>(MPI_COMM_WORLD, topology_, *lnc_);
-  }
-  void TearDown() override {
-    ctx_.reset();
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  const GroupComm& World() { return ctx_->group("world"); }
 
   // Random counts in [0, 6], with the peer rank + 1 always 0 and one seed per (trial, rank).
   std::vector<int64_t> RandomCounts(int trial) const {
@@ -64,10 +47,6 @@ class AllToAllVTest : public ::testing::Test {
     return t;
   }
 
-  int rank_ = 0, world_ = 0;
-  ResolvedTopology topology_;
-  std::unique_ptr<LogicalCore> lnc_;
-  std::unique_ptr<RankContext> ctx_;
 };
 
 TEST_F(AllToAllVTest, RandomCountsByteExactAgainstMpiAlltoallv) {

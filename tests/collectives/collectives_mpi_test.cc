@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "runtime/error.h"
+#include "tests/collectives/world_fixture.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::collectives {
@@ -33,36 +34,13 @@ TensorView Filled(const Shape& shape, DType dtype, int rank) {
   return t;
 }
 
-class CollectivesTest : public ::testing::TestWithParam<DType> {
+class CollectivesTest : public WorldFixture<::testing::TestWithParam<DType>> {
  protected:
-  void SetUp() override {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_);
-    proto::Topology spec;
-    spec.set_world_size(world_);
-    spec.set_lnc(2);
-    auto* all = spec.add_replica_groups();
-    all->set_name("world");
-    all->mutable_contiguous()->set_group_size(world_);
-    topology_ = ResolveTopology(spec, Trn2Profile(), "test");
-    lnc_ = std::make_unique<LogicalCore>(2, Trn2Profile(), rank_);
-    ctx_ = std::make_unique<RankContext>(MPI_COMM_WORLD, topology_, *lnc_);
-  }
-  void TearDown() override {
-    ctx_.reset();
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  const GroupComm& World() { return ctx_->group("world"); }
   float Sum(DType dt, int64_t index) const {
     double s = 0;
     for (int r = 0; r < world_; ++r) s += Value(dt, r, index);
     return RoundTo(dt, static_cast<float>(s));
   }
-
-  int rank_ = 0, world_ = 0;
-  ResolvedTopology topology_;
-  std::unique_ptr<LogicalCore> lnc_;
-  std::unique_ptr<RankContext> ctx_;
 };
 
 TEST_P(CollectivesTest, AllGatherDim0Concatenates) {
