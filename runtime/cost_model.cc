@@ -45,20 +45,27 @@ double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_element
   return cycles / freq;
 }
 
-double DmaQueueNs(const HardwareProfile& p, int64_t bytes) {
-  return p.dma_fixed_ns() + bytes / p.dma_queue_gbps();  // 1 GB/s = 1 byte/ns
+double DmaDescriptorNs(const HardwareProfile& p) {
+  const double max_bytes = p.dma_descriptor_max_bytes();
+  return std::max(0.0, max_bytes / p.dma_engine_gbps() - max_bytes / p.dma_engine_raw_gbps());
 }
 
+double DmaShareNs(const HardwareProfile& p, int64_t bytes, int64_t descriptors, double efficiency) {
+  return descriptors * DmaDescriptorNs(p) + bytes / (p.dma_engine_raw_gbps() * efficiency);
+}
+
+double DmaSemaphoreNs(const HardwareProfile& p) { return DmaShareNs(p, 4, 1, 1.0); }
+
+double DmaStartLatencyNs(const HardwareProfile& p) {
+  return std::max(0.0, p.dma_latency_ns() - p.dma_issue_ns() - DmaSemaphoreNs(p));
+}
 double HbmTransferNs(const HardwareProfile& p, int64_t bytes) {
   return bytes / p.hbm_gbps_per_core();
 }
 
 double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core) {
-  return 2 * p.dma_fixed_ns() + hbm_bytes_per_core / p.hbm_gbps_per_core();
+  return 2 * p.dma_latency_ns() - DmaSemaphoreNs(p) + hbm_bytes_per_core / p.hbm_gbps_per_core();
 }
 
-double LinkNs(const HardwareProfile& p, int64_t bytes) {
-  return p.core_link_latency_ns() + bytes / p.core_link_gbps();
-}
 
 }  // namespace nkisim

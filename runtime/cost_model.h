@@ -5,8 +5,10 @@
 //   MX matmul   the bf16 matmul time * 4 / pe_mx_speedup (it contracts 4 values per partition)
 //   compute op  (access_overhead + ceil(F / (elems_per_cycle / partitions))) / engine_freq,
 //               F = free elements per partition (the partitions run in parallel)
-//   DMA         dma_fixed + bytes / dma_queue_bandwidth (HBM share contention is charged apart)
-//   link        core_link_latency + bytes / core_link_bandwidth
+//   DMA         runtime/dma_engines.h: per engine share descriptors x DmaDescriptorNs +
+//               bytes / dma_engine_raw_gbps, one semaphore descriptor, the queue's issue stage
+//               and the transfer's fixed latency (docs/dma.md)
+//   sendrecv    a DMA of the send tile on the sender's engines (runtime/logical_core.cc)
 #pragma once
 
 #include <cstdint>
@@ -22,16 +24,26 @@ double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dty
 double MxMatmulNs(const HardwareProfile& p, int64_t moving_free);
 // Vector, Scalar or GpSimd; narrow = every operand is 16-bit or narrower (Vector runs faster).
 double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_elements, bool narrow);
-double DmaQueueNs(const HardwareProfile& p, int64_t bytes);
+// The time one descriptor costs an engine beyond its bytes: what separates the engine's raw rate
+// from what it sustains on full (dma_descriptor_max_bytes) descriptors:
+// max_bytes / dma_engine_gbps - max_bytes / dma_engine_raw_gbps (trn2: 4096 / 23 - 4096 / 27.2 =
+// 27.5 ns).
+double DmaDescriptorNs(const HardwareProfile& p);
+// An engine's share: descriptors x DmaDescriptorNs + bytes / (dma_engine_raw_gbps x efficiency).
+double DmaShareNs(const HardwareProfile& p, int64_t bytes, int64_t descriptors, double efficiency);
+// The 4 B completion semaphore every engine writes: one descriptor of 4 bytes.
+double DmaSemaphoreNs(const HardwareProfile& p);
+// From the end of the issue stage to the engines' start: dma_latency_ns - dma_issue_ns - the
+// semaphore (>= 0), so that an empty transfer takes dma_latency_ns trigger to completion.
+double DmaStartLatencyNs(const HardwareProfile& p);
 double HbmTransferNs(const HardwareProfile& p, int64_t bytes);
-double LinkNs(const HardwareProfile& p, int64_t bytes);
 // The least time any kernel can take to read its inputs from HBM and store a result that depends
 // on all of them, for `hbm_bytes_per_core` of traffic (inputs and result) on one physical core:
-// the first load's bytes start through the core's HBM port one dma_fixed_ns after it is issued
-// (as dma_copy charges it), every byte passes the port at hbm_gbps_per_core, and the store that
-// needs the last input byte pays dma_fixed_ns again before its own bytes. So
-// 2 * dma_fixed_ns + hbm_bytes_per_core / hbm_gbps_per_core: the HBM roofline plus the two fixed
-// costs no stream hides. A lower bound under this model, not an estimate.
+// the first load's bytes start through the core's HBM port no earlier than its trigger's fixed
+// latency allows (dma_latency_ns less the semaphore it ends with), every byte passes the port at
+// hbm_gbps_per_core, and the store that needs the last input byte pays dma_latency_ns whole. So
+// about 2 * dma_latency_ns + hbm_bytes_per_core / hbm_gbps_per_core: the HBM roofline plus the
+// two fixed latencies no stream hides. A lower bound under this model, not an estimate.
 double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core);
 
 }  // namespace nkisim

@@ -59,6 +59,9 @@ void CheckCounts(const HardwareProfile& p, const std::string& source_name) {
       {"psum_bytes_per_partition", p.psum_bytes_per_partition(), 1, 1ULL << 30},  // [16 KiB]
       {"psum_banks", p.psum_banks(), 1, 1024},                               // [8]
       {"dma_queues", p.dma_queues(), 1, 16},                                 // [16]
+      {"dma_engines", p.dma_engines(), 1, 16},                               // [16]
+      {"dma_descriptor_max_bytes", p.dma_descriptor_max_bytes(), 1, 1ULL << 20},  // [4 KiB]
+      {"dma_collective_packet_bytes", p.dma_collective_packet_bytes(), 1, 1ULL << 30},  // [64 KiB]
       {"hbm_bytes_per_chip", p.hbm_bytes_per_chip(), 1, 1ULL << 50},         // [96 GiB]
       {"physical_cores_per_chip", p.physical_cores_per_chip(), 1, 256},      // [8]
       {"chips_per_instance", p.chips_per_instance(), 1, 4096},               // [16]
@@ -167,8 +170,8 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"vector_elems_per_cycle_other", p.vector_elems_per_cycle_other()},
       {"scalar_freq_ghz", p.scalar_freq_ghz()}, {"scalar_elems_per_cycle", p.scalar_elems_per_cycle()},
       {"gpsimd_freq_ghz", p.gpsimd_freq_ghz()}, {"gpsimd_elems_per_cycle", p.gpsimd_elems_per_cycle()},
-      {"hbm_gbps_per_core", p.hbm_gbps_per_core()}, {"dma_queue_gbps", p.dma_queue_gbps()},
-      {"core_link_gbps", p.core_link_gbps()},
+      {"hbm_gbps_per_core", p.hbm_gbps_per_core()}, {"dma_engine_gbps", p.dma_engine_gbps()},
+      {"dma_engine_raw_gbps", p.dma_engine_raw_gbps()},
       {"neuronlink_gbps_per_chip", p.neuronlink_gbps_per_chip()},
       {"interinstance_gbps_per_chip", p.interinstance_gbps_per_chip()},
       {"intrachip_gbps", p.intrachip_gbps()},
@@ -187,7 +190,8 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"collective_fixed_ns", p.collective_fixed_ns()},
       {"collective_in_graph_fixed_ns", p.collective_in_graph_fixed_ns()},
       {"interinstance_latency_ns", p.interinstance_latency_ns()},
-      {"dma_fixed_ns", p.dma_fixed_ns()},
+      {"dma_issue_ns", p.dma_issue_ns()},
+      {"dma_latency_ns", p.dma_latency_ns()},
       {"core_link_latency_ns", p.core_link_latency_ns()},
       {"pe_mx_speedup", p.pe_mx_speedup()},
       {"host_ms_per_step", p.host_ms_per_step()},
@@ -235,6 +239,23 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile field 'partitions' is ", p.partitions(),
                  "; it must be in [1, 128] and equal pe_rows (", p.pe_rows(), ")"));
+  }
+  if (p.dma_engine_gbps() > p.dma_engine_raw_gbps()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile: dma_engine_gbps (", p.dma_engine_gbps(),
+                 ") must not exceed dma_engine_raw_gbps (", p.dma_engine_raw_gbps(),
+                 "): an engine cannot sustain more than its raw rate"));
+  }
+  if (p.dma_issue_ns() > p.dma_latency_ns()) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile: dma_issue_ns (", p.dma_issue_ns(),
+                 ") must not exceed dma_latency_ns (", p.dma_latency_ns(),
+                 "), the whole fixed latency it is part of"));
+  }
+  if (!(p.dma_transpose_hbm_efficiency() > 0 && p.dma_transpose_hbm_efficiency() <= 1)) {
+    Raise(ErrorCode::kBadConfig,
+          StrCat(source_name, ": hardware profile field 'dma_transpose_hbm_efficiency' is ",
+                 p.dma_transpose_hbm_efficiency(), "; it must be in (0, 1]"));
   }
   if (p.psum_bytes_per_partition() % p.psum_banks() != 0 ||
       p.psum_bytes_per_partition() / p.psum_banks() < 4 * p.pe_max_moving_free()) {

@@ -122,6 +122,7 @@ void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv)
   Message out{{}, send.dtype(), send.shape(),
               std::max({send.buffer().ready_at, recv.buffer().readers_done_at,
                         recv.buffer().ready_at, clock.free_at(Engine::kLink)})};
+  // (kLink's free_at moves only with barriers: nothing crosses before one is released.)
   const size_t width = SizeOf(send.dtype());
   // Timing-only: the message carries its shape and ready time, no payload.
   if (Functional()) out.data.resize(static_cast<size_t>(send.numel()) * width);
@@ -157,11 +158,21 @@ void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv)
     });
   }
   const int64_t bytes = NumElements(in.shape) * static_cast<int64_t>(width);
-  const double start = std::max(my_ready, in.ready_ns);
-  const double end = start + LinkNs(self.profile(), bytes);
-  clock.Occupy(Engine::kLink, start, end);
-  clock.Record("sendrecv", Engine::kLink, start, end, bytes, 0,
-               StrCat(ShapeString(recv.shape()), DTypeName(recv.dtype()), " core ", me, "<->", peer));
+  // A DMA of the send tile on this core's engines into the peer's SBUF (the peer does the same the
+  // other way); the receive tile is taken ready when this core's transfer completes (the peer's
+  // is the same transfer mirrored, on its own engines).
+  DmaRequest request;
+  request.queue = self.EarliestDmaQueue();
+  request.ready_ns = std::max(my_ready, in.ready_ns);
+  const int64_t row = std::max<int64_t>(1, bytes / send.partitions());
+  request.split = SplitOverEngines(self.profile(), send.partition_start(), send.partitions(), row,
+                                   row, false, true);
+  const DmaTiming timing = self.dma().Schedule(request);
+  RecordDmaTransfer(clock, self.profile(), "sendrecv", request, timing, bytes,
+                    clock.keeps_records() ? StrCat(ShapeString(recv.shape()), DTypeName(recv.dtype()),
+                                                   " core ", me, "<->", peer)
+                                          : std::string());
+  const double end = timing.done_ns;
   send.buffer().readers_done_at = std::max(send.buffer().readers_done_at, end);
   recv.buffer().ready_at = std::max(recv.buffer().ready_at, end);
 }

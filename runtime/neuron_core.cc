@@ -16,7 +16,8 @@ NeuronCore::NeuronCore(int id, const HardwareProfile& profile, LogicalCore* owne
                                               profile.sbuf_bytes_per_partition(), 64)),
       psum_(std::make_shared<OnChipAllocator>(
           MemorySpace::kPsum, profile.psum_bytes_per_partition(),
-          profile.psum_bytes_per_partition() / profile.psum_banks())) {}
+          profile.psum_bytes_per_partition() / profile.psum_banks())),
+      dma_(profile_) {}
 
 Tile NeuronCore::AllocateSbuf(const std::string& name, const Shape& shape, DType dtype) {
   return Allocate(sbuf_, name, shape, dtype);
@@ -38,21 +39,6 @@ Tile NeuronCore::Allocate(const std::shared_ptr<OnChipAllocator>& allocator,
   }
   Shape free_shape(shape.begin() + 1, shape.end());
   return Tile(std::make_shared<TileBuffer>(this, allocator, name, dtype, shape[0], free_shape));
-}
-
-Engine NeuronCore::EarliestDmaQueue() const {
-  const int queues = static_cast<int>(profile_.dma_queues());
-  int best = 0;
-  for (int q = 1; q < queues; ++q) {
-    if (timeline_.free_at(DmaQueue(q)) < timeline_.free_at(DmaQueue(best))) best = q;
-  }
-  return DmaQueue(best);
-}
-
-double NeuronCore::ReserveHbm(double earliest_ns, int64_t bytes) {
-  const double start = std::max(earliest_ns, hbm_free_at_);
-  hbm_free_at_ = start + HbmTransferNs(profile_, bytes);
-  return hbm_free_at_;
 }
 
 NeuronCore& CurrentCore() {

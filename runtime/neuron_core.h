@@ -1,5 +1,5 @@
 // One physical NeuronCore: its engines' clock (Timeline), its SBUF and PSUM allocators, its DMA
-// queues and its port onto HBM. ISA instructions run on the thread's current core, set by
+// engines and queues with its port onto HBM (runtime/dma_engines.h). ISA instructions run on the thread's current core, set by
 // LogicalCore::Launch (or by ScopedCurrentCore in host code and tests).
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/allocator.h"
+#include "runtime/dma_engines.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/tile.h"
 #include "runtime/timeline.h"
@@ -32,11 +33,13 @@ class NeuronCore {
   const OnChipAllocator& sbuf() const { return *sbuf_; }
   const OnChipAllocator& psum() const { return *psum_; }
 
-  // The DMA queue that becomes free first (lowest index on ties): deterministic spreading.
-  Engine EarliestDmaQueue() const;
-  // Charges bytes to this core's HBM port no earlier than earliest_ns; returns when they are
-  // through. The port serialises transfers at hbm_gbps_per_core.
-  double ReserveHbm(double earliest_ns, int64_t bytes);
+  // The DMA queue whose issue stage frees first (lowest index on ties): deterministic spreading.
+  int EarliestDmaQueue() const { return dma_.EarliestQueue(); }
+  DmaEngines& dma() { return dma_; }
+  const DmaEngines& dma() const { return dma_; }
+  // Charges bytes to this core's HBM port no earlier than earliest_ns (the first gap that fits);
+  // returns when they are through. The port moves hbm_gbps_per_core.
+  double ReserveHbm(double earliest_ns, int64_t bytes) { return dma_.ReserveHbm(earliest_ns, bytes); }
 
   CoreSummary Summary() const { return timeline_.Summarize(id_, profile_); }
 
@@ -50,7 +53,7 @@ class NeuronCore {
   Timeline timeline_;
   std::shared_ptr<OnChipAllocator> sbuf_;
   std::shared_ptr<OnChipAllocator> psum_;
-  double hbm_free_at_ = 0.0;
+  DmaEngines dma_;  // after profile_, which it refers to
 };
 
 // The core the calling thread issues instructions on. Throws Error(kInternal) when none is set.

@@ -16,7 +16,9 @@ std::string EngineName(Engine e) {
     case Engine::kGpSimd: return "GpSimd";
     case Engine::kLink: return "Link";
     case Engine::kCollective: return "Collective";
-    default: return StrCat("DMA", EngineIndex(e) - EngineIndex(Engine::kDma0));
+    default:
+      if (IsDmaQueue(e)) return StrCat("DMA queue ", EngineIndex(e) - EngineIndex(Engine::kDmaQueue0));
+      return StrCat("DMA", EngineIndex(e) - EngineIndex(Engine::kDma0));
   }
 }
 
@@ -40,10 +42,22 @@ void Timeline::Record(const char* name, Engine e, double start_ns, double end_ns
                       int64_t flops, std::string_view shapes) {
   ++instructions_;
   flops_ += flops;
-  if (IsDma(e)) dma_bytes_ += bytes;
-  if (IsDma(e) || e == Engine::kLink || e == Engine::kCollective) moved_bytes_ += bytes;
+  if (IsDmaQueue(e)) dma_bytes_ += bytes;
+  if (IsDmaQueue(e) || e == Engine::kLink || e == Engine::kCollective) moved_bytes_ += bytes;
   last_end_ns_ = std::max(last_end_ns_, end_ns);
   if (keep_ == Keep::kNone || (keep_ == Keep::kCollectives && e != Engine::kCollective)) return;
+  KeepRecord(name, e, start_ns, end_ns, bytes, flops, shapes);
+}
+
+void Timeline::RecordShare(const char* name, Engine engine, double start_ns, double end_ns,
+                           int64_t bytes, std::string_view shapes) {
+  Occupy(engine, start_ns, end_ns);
+  last_end_ns_ = std::max(last_end_ns_, end_ns);
+  if (keep_ == Keep::kAll) KeepRecord(name, engine, start_ns, end_ns, bytes, 0, shapes);
+}
+
+void Timeline::KeepRecord(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
+                    int64_t flops, std::string_view shapes) {
   InstructionRecord r{name, e, start_ns, end_ns, bytes, flops, {}};
   const size_t n = std::min(shapes.size(), r.shapes.size() - 1);
   std::memcpy(r.shapes.data(), shapes.data(), n);
@@ -77,13 +91,13 @@ std::string FormatSummary(const CoreSummary& s) {
                 s.peak_tflops, s.peak_tflops > 0 ? 100.0 * s.achieved_tflops / s.peak_tflops : 0.0);
   out += line;
   double dma_busy = 0;
-  for (int q = 0; q < kMaxDmaQueues; ++q) dma_busy += s.busy_ns[EngineIndex(DmaQueue(q))];
+  for (int e = 0; e < kMaxDmaEngineRows; ++e) dma_busy += s.busy_ns[EngineIndex(DmaEngine(e))];
   std::snprintf(line, sizeof line,
-                "  busy %%: PE %.1f  Vector %.1f  Scalar %.1f  GpSimd %.1f  DMA (mean of %d queues) %.1f"
+                "  busy %%: PE %.1f  Vector %.1f  Scalar %.1f  GpSimd %.1f  DMA (mean of %d engines) %.1f"
                 "  Link %.1f\n",
                 s.busy_percent(Engine::kPE), s.busy_percent(Engine::kVector),
-                s.busy_percent(Engine::kScalar), s.busy_percent(Engine::kGpSimd), kMaxDmaQueues,
-                s.sim_time_ns > 0 ? 100.0 * dma_busy / kMaxDmaQueues / s.sim_time_ns : 0.0,
+                s.busy_percent(Engine::kScalar), s.busy_percent(Engine::kGpSimd), kMaxDmaEngineRows,
+                s.sim_time_ns > 0 ? 100.0 * dma_busy / kMaxDmaEngineRows / s.sim_time_ns : 0.0,
                 s.busy_percent(Engine::kLink));
   out += line;
   return out;

@@ -1,7 +1,9 @@
 // The scoreboard clock and instruction timeline of one physical core.
 //
-// Each engine (PE, Vector, Scalar, GpSimd, 16 DMA queues, the intra-LNC link, the rank's
-// collective engine) has a free_at time. An instruction starts at max(engine free_at, ready time
+// Each engine (PE, Vector, Scalar, GpSimd, the 16 DMA engines, the intra-LNC link, the rank's
+// collective engine) has a free_at time. DMA transfers are recorded twice: once whole, trigger to
+// completion, on their queue's row (an instruction), and once per engine as that engine's share
+// (runtime/dma_engines.h), which is what occupies the engine. An instruction starts at max(engine free_at, ready time
 // of its operands) and holds its engine until it ends. All times are simulated nanoseconds.
 // Recording is O(1) per instruction and allocates nothing per record beyond amortised growth.
 // Not thread-safe: one core's timeline is written by that core's thread only.
@@ -22,27 +24,39 @@ enum class Engine : uint8_t {
   kVector = 1,
   kScalar = 2,
   kGpSimd = 3,
-  kDma0 = 4,  // kDma0 + q for DMA queue q, q < kMaxDmaQueues
+  kDma0 = 4,  // kDma0 + e for DMA engine e, e < kMaxDmaEngineRows
   kLink = 20,
   kCollective = 21,
+  kDmaQueue0 = 22,  // kDmaQueue0 + q: the row of DMA queue q's transfers, q < kMaxDmaQueues
 };
 inline constexpr int kMaxDmaQueues = 16;
-inline constexpr int kNumEngines = 22;
+inline constexpr int kMaxDmaEngineRows = 16;
+inline constexpr int kNumEngines = 38;
 
-inline Engine DmaQueue(int q) { return static_cast<Engine>(static_cast<int>(Engine::kDma0) + q); }
+inline Engine DmaEngine(int e) { return static_cast<Engine>(static_cast<int>(Engine::kDma0) + e); }
+inline Engine DmaQueue(int q) {
+  return static_cast<Engine>(static_cast<int>(Engine::kDmaQueue0) + q);
+}
 inline int EngineIndex(Engine e) { return static_cast<int>(e); }
+// A DMA engine (what a transfer's share occupies).
 inline bool IsDma(Engine e) {
   return EngineIndex(e) >= EngineIndex(Engine::kDma0) &&
-         EngineIndex(e) < EngineIndex(Engine::kDma0) + kMaxDmaQueues;
+         EngineIndex(e) < EngineIndex(Engine::kDma0) + kMaxDmaEngineRows;
 }
-std::string EngineName(Engine e);  // "PE", "Vector", "Scalar", "GpSimd", "DMA3", "Link", "Collective"
+// A DMA queue's row (whole transfers, trigger to completion).
+inline bool IsDmaQueue(Engine e) {
+  return EngineIndex(e) >= EngineIndex(Engine::kDmaQueue0) &&
+         EngineIndex(e) < EngineIndex(Engine::kDmaQueue0) + kMaxDmaQueues;
+}
+// "PE", "Vector", "Scalar", "GpSimd", "DMA3" (engine 3), "Link", "Collective", "DMA queue 3".
+std::string EngineName(Engine e);
 
 struct InstructionRecord {
   const char* name;  // static string: the instruction's mnemonic
   Engine engine;
   double start_ns;
   double end_ns;
-  int64_t bytes;     // bytes moved (DMA, link) or read+written (compute)
+  int64_t bytes;     // bytes moved (DMA, link) or read+written (compute); a share: its bytes
   int64_t flops;
   std::array<char, 104> shapes;  // operands, e.g. "dst[128,512]fp32 stationary[128,128]bf16 ..."
 };
@@ -71,6 +85,11 @@ class Timeline {
   void Occupy(Engine e, double start_ns, double end_ns);
   void Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
               int64_t flops, std::string_view shapes);
+  // One DMA engine's share of a transfer: occupies the engine over [start, end] and is kept as a
+  // record (with `shapes`, e.g. "q3 8 desc") when every record is kept; it is not an instruction
+  // and its bytes are counted with the transfer's Record on its queue row.
+  void RecordShare(const char* name, Engine engine, double start_ns, double end_ns, int64_t bytes,
+                   std::string_view shapes);
 
   // Which Record calls are kept as records (every call adds to the totals Summarize reports):
   //   kAll: every one (a trace is written from them; the default);
@@ -85,11 +104,14 @@ class Timeline {
   bool keeps_records() const { return keep_ != Keep::kNone; }
   // Every kept record since the start.
   const std::vector<InstructionRecord>& records() const { return records_; }
-  // Bytes moved by DMA queues, the Link and collectives since the start, kept or not.
+  // Bytes moved by DMA transfers, the Link and collectives since the start, kept or not.
   int64_t moved_bytes() const { return moved_bytes_; }
   CoreSummary Summarize(int core_id, const HardwareProfile& profile) const;
 
  private:
+  void KeepRecord(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
+                  int64_t flops, std::string_view shapes);
+
   std::array<double, kNumEngines> free_at_{};
   std::array<double, kNumEngines> busy_ns_{};
   std::vector<InstructionRecord> records_;

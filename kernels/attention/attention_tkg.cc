@@ -116,11 +116,11 @@ class KvStream {
   int64_t issued_ = 0, released_ = 0;
 };
 
-// The DMA queue among [0, n) that frees first.
+// The DMA queue among [0, n) whose issue stage frees first.
 int EarliestQueue(const NeuronCore& core, int64_t n) {
   int best = 0;
   for (int q = 1; q < n; ++q) {
-    if (core.timeline().free_at(DmaQueue(q)) < core.timeline().free_at(DmaQueue(best))) best = q;
+    if (core.dma().queue_free_ns(q) < core.dma().queue_free_ns(best)) best = q;
   }
   return best;
 }

@@ -125,7 +125,7 @@ void CtePrologue::Prepare(int slot) {
   if (in_.residual_add()) ResidualAdd(x, r0_[slot]);
   if (fused_hidden_.valid()) {
     const TensorView rows = fused_hidden_.reshape({cfg_.tokens, cfg_.h});
-    StoreInPieces(rows.slice(0, r0_[slot], r0_[slot] + x.partitions()), x);
+    nisa::dma_copy(rows.slice(0, r0_[slot], r0_[slot] + x.partitions()), x);
   }
   if (cfg_.norm != NormType::kNoNorm) Normalize(x);
 }

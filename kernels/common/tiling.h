@@ -1,9 +1,10 @@
 // What the kernels share for moving data (QKV, MLP): how big a DMA should be, sized from the
 // hardware profile, and how weights stream through a ring of SBUF slots.
-//   * DMA sizing: the cost model holds a queue for dma_fixed_ns + bytes / dma_queue_gbps and
-//     serialises every HBM transfer of a core on its port, so transfers should be cut into pieces
-//     just big enough that the queues together keep the port busy (DmaTargetBytes), and spread
-//     over the queues (each piece goes to the queue that frees first).
+//   * DMA sizing: every transfer is split over the 16 DMA engines by partitions and pays a fixed
+//     latency (runtime/dma_engines.h), so one transfer of full rows already moves at the engines'
+//     rate once each partition's row is a few full descriptors long: loads are cut only into
+//     pieces of DmaTargetBytes (so a consumer can start on the first while the rest arrive), never
+//     spread "over queues" for bandwidth.
 //   * WeightStream: weight chunks flow from HBM through a fixed ring of SBUF slots; a refill waits
 //     on the scoreboard for the readers of the chunk it replaces, so the simulated time reflects a
 //     bounded buffer (a fresh tile per chunk would model unlimited prefetch).
@@ -23,47 +24,22 @@
 
 namespace nkisim::kernels {
 
-// Bytes per DMA: twice the size at which dma_queues concurrent transfers, each paying
-// dma_fixed_ns, just saturate hbm_gbps_per_core (for trn2 about 155 KiB). If the queues cannot
-// saturate the port at any size, the size whose fixed cost is 5% of its transfer time.
+// Bytes per DMA: two full descriptors on every partition (trn2: 128 x 2 x 4 KiB = 1 MiB), where
+// an engine's descriptors are long enough to run within 1% of its sustained rate.
 int64_t DmaTargetBytes(const HardwareProfile& profile);
 
-// Where the DMA queues together cannot saturate the HBM port (trn3: 16 x 38.3 GB/s = the
-// 612.5 GB/s port), how many queues a transfer of `bytes` should be spread over: up to all of
-// them, with pieces no smaller than 4 x a DMA's fixed cost; 1 where they can (trn2).
-int64_t QueueSpreadPieces(const HardwareProfile& profile, int64_t bytes);
-
 // Copies src into dst as several DMAs cut along `dim` (a dim index shared by both: 0 is the
-// partition dim, which is never cut), each about DmaTargetBytes, and in at least
-// QueueSpreadPieces. REQUIRES: dst.shape() ==
+// partition dim, which is never cut), each about DmaTargetBytes. REQUIRES: dst.shape() ==
 // src.shape(), dim >= 1.
 void DmaInPieces(const Tile& dst, const TensorView& src, int dim);
-
-// Copies src into dst as `pieces` DMAs (at most src.dim(dim)) cut along `dim` (>= 1), each on the
-// queue that frees first: a load on a kernel's critical path then lands about dma_fixed_ns +
-// bytes / (pieces x dma_queue_gbps) after it is issued instead of one queue's bytes /
-// dma_queue_gbps. REQUIRES: dst.shape() == src.shape().
-void DmaOverQueues(const Tile& dst, const TensorView& src, int dim, int64_t pieces);
-
-// Stores src into dst (same shape once size-1 dims drop) in DMAs of whole partitions, each moving
-// about dma_fixed_ns worth of queue bandwidth, spread over the queues: the last store of a kernel
-// is its tail, and a store split k ways finishes about k times sooner.
-void StoreInPieces(const TensorView& dst, const Tile& src);
-
-// The same for a kernel's last stores, which nothing after them hides: DMAs of whole partitions
-// over half the DMA queues (the other half stay for a store beside it; at most one DMA per
-// partition), so a store ends about dma_fixed_ns + bytes / (queues / 2 x dma_queue_gbps) after
-// src is ready (trn2, 32 KiB: 0.75 us) where StoreInPieces' pieces take 2 x dma_fixed_ns.
-void StoreAcrossQueues(const TensorView& dst, const Tile& src);
 
 // Bytes per partition still free in the core's SBUF (its largest free range).
 int64_t SbufFreeBytes(const NeuronCore& core);
 
 // A [partitions, F] tile of `dtype` holding row 0 of the HBM view `rows` ([R, F]) on every
-// partition: DMAs whose partition stride is 0 (each partition reads the row again), one, or
-// `pieces` cut along F (a large broadcast then lands over several queues at once).
+// partition: one DMA whose partition stride is 0 (each partition reads the row again).
 Tile LoadRowBroadcast(NeuronCore& core, const std::string& name, const TensorView& rows,
-                      int64_t partitions, DType dtype, int64_t pieces = 1);
+                      int64_t partitions, DType dtype);
 
 // dst = 1 / sqrt(data * scale + eps) on the activation engine: the norms' reciprocal standard
 // deviation. eps is a [P, 1] column of dst's partitions.
@@ -82,14 +58,6 @@ class WeightStream {
   // Issues the DMAs of chunks up to (not including) k, as far as the ring has room: a kernel can
   // interleave the first chunks with its other loads on the queues, then Start() the rest.
   void IssueUpTo(int64_t k);
-  // Chunks [0, k) are each issued as `pieces` DMAs cut along their last dim, so the first ones
-  // land over several queues at once instead of each holding one queue for its whole transfer.
-  // Call before any chunk is issued.
-  void SplitFirst(int64_t k, int64_t pieces);
-  // The same for the last k chunks: they land sooner after they are issued, so less of the
-  // stream arrives at once at its end, where nothing after it hides the consumer's backlog.
-  // Chunks in both ranges take SplitFirst's pieces.
-  void SplitLast(int64_t k, int64_t pieces);
   // The slot holding chunk k, viewed with chunk k's shape. REQUIRES: chunk k is resident (its
   // DMA issued, the chunk not released); otherwise throws Error(kInternal).
   Tile Get(int64_t k) const;
@@ -114,8 +82,6 @@ class WeightStream {
   int64_t chunks_;
   int64_t issued_ = 0;
   int64_t released_ = 0;
-  int64_t split_chunks_ = 0, split_pieces_ = 1;
-  int64_t split_last_chunks_ = 0, split_last_pieces_ = 1;
 };
 
 }  // namespace nkisim::kernels

@@ -48,13 +48,7 @@ struct Slab {
 Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Slab& slab, int s,
                 bool split, const TensorView& fused_hidden) {
   const TensorView view = slab.Of(p.input, cfg);
-  auto load = [&](const Tile& dst, const TensorView& src) {
-    if (cfg.short_tkg_front_end) {
-      DmaOverQueues(dst, src, 1, core.profile().dma_queues() / 2);
-    } else {
-      DmaInPieces(dst, src, 1);
-    }
-  };
+  auto load = [&](const Tile& dst, const TensorView& src) { DmaInPieces(dst, src, 1); };
   Tile x = core.AllocateSbuf("hidden", view.shape(), cfg.io_dtype);
   load(x, view);
   if (!p.residual_add()) return x;

@@ -162,7 +162,7 @@ void CteProgram::Down(const Block& b) {
       const Tile dst = out_[i].slice(0, 0, n).slice(1, 0, width);
       Evict(dst, acc_down_[i].slice(0, 0, n).slice(1, 0, width), down_terms_->Cut(n, h0, width),
             evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
-      StoreInPieces(out.slice(0, r0, r0 + n).slice(1, h0, h0 + width), dst);
+      nisa::dma_copy(out.slice(0, r0, r0 + n).slice(1, h0, h0 + width), dst);
     }
   }
 }

@@ -116,16 +116,16 @@ void GateUp::Apply(const Tile& dst, const Tile& gate, const Tile& up, int64_t c)
 }
 
 DownTerms::DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows,
-                     int64_t h0, int64_t h1, int64_t pieces)
+                     int64_t h0, int64_t h1)
     : h0_(h0) {
   if (h1 < 0) h1 = cfg.h;
   if (p.down_bias.valid()) {
     bias_ = LoadRowBroadcast(core, "down_bias", p.down_bias.slice(1, h0, h1), rows,
-                             DType::kFloat32, pieces);
+                             DType::kFloat32);
   }
   if (cfg.is_row()) {
     scale_row_ = LoadRowBroadcast(core, "down_w_scale", p.down_w_scale.slice(1, h0, h1), rows,
-                                  DType::kFloat32, pieces);
+                                  DType::kFloat32);
   }
   if (cfg.is_static()) scale_column_ = StaticDequant(core, p.down_w_scale, p.down_in_scale, rows);
 }

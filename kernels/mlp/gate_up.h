@@ -60,12 +60,12 @@ class GateUp {
 
 // The down eviction's terms for output columns [c0, c0 + width) on `rows` partitions, of the
 // columns [h0, h1) the core evicts (default: all of H; TKG at LNC 2: its shard, so each core
-// reads only its half of the bias and ROW scale rows, each broadcast onto `rows` partitions). The
-// broadcast rows load as `pieces` DMAs each (see LoadRowBroadcast).
+// reads only its half of the bias and ROW scale rows, each broadcast onto `rows` partitions as one
+// DMA, see LoadRowBroadcast).
 class DownTerms {
  public:
   DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p, int64_t rows,
-            int64_t h0 = 0, int64_t h1 = -1, int64_t pieces = 1);
+            int64_t h0 = 0, int64_t h1 = -1);
   // REQUIRES: [c0, c0 + width) within [h0, h1).
   EvictionTerms Cut(int64_t rows, int64_t c0, int64_t width) const;
 

@@ -42,16 +42,8 @@ namespace {
 
 using nisa::AluOp;
 
-// The down terms' broadcast rows (ROW scale, bias: [B*S, H / L] fp32 each) load as this many
-// DMAs, so they land within about 3 us of their queues freeing.
-constexpr int64_t kDownTermPieces = 4;
 // The down banks whose stores are the kernel's tail (see EvictAndStore).
 constexpr size_t kTailBanks = 2;
-// HBM-paced streams cut their last chunks in two (see StartStream): this many quarters of a chunk
-// per DMA queue, i.e. the last wave (one chunk a queue) and a quarter more. Measured on the TKG
-// cases of docs/mlp.md: 16 / 20 / 24 chunks on trn2 are within 0.3 us of each other on most;
-// 16 cost H 8192, I 3584, B*S 32 0.6 us and 24 the bias case 0.9 us against 20.
-constexpr int64_t kTailChunksPerQueue = 5;
 
 // I chunks of 128 rows per gate / up block: one fp32 PSUM bank of [128, chunks, B*S].
 int64_t ChunksPerBlock(const MlpConfig& cfg) {
@@ -201,18 +193,10 @@ void TkgProgram::BuildChunks() {
   for (size_t bank = 0; bank < out_.size(); ++bank) down(bank, bank < EarlyBanks() ? early : 0, n);
 }
 
-// The stream's DMAs. Under this cost model a DMA holds its queue for dma_fixed_ns + bytes /
-// dma_queue_gbps (trn2, a 128 KiB chunk: 5.4 us) and the 16 queues together move only 7% more
-// than the HBM port, so chunks issued together land together, in waves:
-//   * where the PE paces the stream (its matmuls on a 128 x 128 block of gate / up outlast the
-//     block's time on the HBM port: ROW, whose bf16 x_hat has no double-row), every chunk is cut
-//     in two DMAs: each lands in about half the time (3.0 us), so the first matmul starts sooner
-//     and the waves are half as big, while the queues still deliver faster than the PE consumes
-//     (about 350 against 316 GB/s at B*S 32);
-//   * where the port paces it, whole chunks (the queues have little to lose to fixed costs) but
-//     for the last ones, whose PE work after they land is the kernel's tail: cut in two, they land
-//     in smaller waves (at H 4096, I 896, STATIC: 20.0 against 21.0 us).
-// Gate / up's scale and bias loads go behind one chunk per queue on the HBM port (they are first
+// The stream's DMAs: one a chunk, each split over the 16 DMA engines by its partitions
+// (runtime/dma_engines.h), so a chunk lands dma_latency_ns plus its bytes at the engines' rate
+// after it is issued, and the chunks in flight on different queues overlap their latencies.
+// Gate / up's scale and bias loads go behind the first chunks on the HBM port (they are first
 // read by the first block's act * up), down's behind the ring's first fill (first read by the first
 // eviction; the ROW scale row, broadcast onto the B*S partitions, is 8 KiB a partition).
 void TkgProgram::StartStream() {
@@ -222,20 +206,10 @@ void TkgProgram::StartStream() {
   stream_ =
       std::make_unique<WeightStream>(core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
                                      [this](int64_t k) { return chunks_[static_cast<size_t>(k)]; });
-  const double pe_ns =
-      MatmulNs(prof, cfg_.tokens, cfg_.matmul_input_dtype()) / (double_row_ ? 2.0 : 1.0);
-  const double port_ns = HbmTransferNs(
-      prof, cfg_.partitions * cfg_.partitions * static_cast<int64_t>(SizeOf(wdt)));
-  if (pe_ns > port_ns) {
-    stream_->SplitFirst(n, 2);
-  } else {
-    stream_->SplitLast(kTailChunksPerQueue * prof.dma_queues() / 4, 2);
-  }
   stream_->IssueUpTo(prof.dma_queues());
   gate_up_ = std::make_unique<GateUp>(core_, cfg_, p_, cfg_.tokens);
   stream_->Start();
-  down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, cfg_.tokens, shard0_, shard1_,
-                                            kDownTermPieces);
+  down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, cfg_.tokens, shard0_, shard1_);
 }
 
 // acc[:, c - block.begin, :] = sum over this core's H subtiles j of W[:, j, chunk c]^T x[:, :, j]
@@ -322,14 +296,8 @@ void TkgProgram::EvictAndStore(size_t bank) {
     Evict(out_[bank].slice(1, split, width), acc.slice(1, split, width),
           down_terms_->Cut(t, h0 + split, width - split), Engine::kScalar);
   }
-  // The last banks' stores end the kernel: over the queues, not in 2 x dma_fixed_ns pieces (the
-  // bank before the last one's would otherwise end after the last one's).
-  const TensorView dst = result_.output.reshape({t, cfg_.h}).slice(1, h0, h0 + width);
-  if (bank + kTailBanks >= out_.size()) {
-    StoreAcrossQueues(dst, out_[bank]);
-  } else {
-    StoreInPieces(dst, out_[bank]);
-  }
+  // One store a bank: its rows go over the engines by partition.
+  nisa::dma_copy(result_.output.reshape({t, cfg_.h}).slice(1, h0, h0 + width), out_[bank]);
 }
 
 void TkgProgram::Run() {

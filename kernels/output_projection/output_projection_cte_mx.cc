@@ -149,7 +149,8 @@ Plan MakePlan(const KernelContext& ctx, const OutputProjectionCteParams& p) {
   const double group_ns =
       static_cast<double>(plan.chunks.size()) * MxMatmulNs(prof, prof.pe_max_moving_free());
   plan.tail_groups = static_cast<size_t>(
-      std::ceil(DmaQueueNs(prof, plan.dma_piece_bytes) / std::max(1.0, group_ns)));
+      std::ceil((prof.dma_latency_ns() + plan.dma_piece_bytes / (prof.dma_engines() * prof.dma_engine_gbps())) /
+                std::max(1.0, group_ns)));
 
   // Small loads first: they lead the HBM port's queue.
   if (p.bias.valid()) {
@@ -197,7 +198,7 @@ void LoadSplit(const Tile& dst, const TensorView& src, int64_t piece_bytes) {
 // queues (StoreInPieces), so the last store ends soon after the last eviction.
 void StoreGroup(const TensorView& dst, const Tile& src, int64_t piece_bytes, bool last) {
   if (last) {
-    StoreInPieces(dst, src);
+    nisa::dma_copy(dst, src);
     return;
   }
   const int64_t bytes = src.numel() * static_cast<int64_t>(SizeOf(dst.dtype()));

@@ -246,7 +246,7 @@ class TransposedProjection {
         Evict(stage.select(1, j - g.begin), psum, terms, engines_.Next());
       }
       const int64_t h2 = block.h2.begin + g.begin;
-      StoreInPieces(out.slice(1, h2, h2 + g.size).slice(2, rows.first_row(), rows.first_row() + r),
+      nisa::dma_copy(out.slice(1, h2, h2 + g.size).slice(2, rows.first_row(), rows.first_row() + r),
                     stage);
     }
   }

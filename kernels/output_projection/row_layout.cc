@@ -68,7 +68,7 @@ void ProjectRows(const PiecedTile& attention, const RowBlock& block, const Tenso
       Tile result = core.AllocateSbuf("oproj_result", {r.size, cols.size}, out_rows.dtype());
       Evict(result, psum, block.epilogue.Cut(r.size, cols), engines.Next());
       const int64_t h = block.columns.begin + cols.begin;
-      StoreInPieces(out_rows.slice(0, r.begin, r.end()).slice(1, h, h + cols.size), result);
+      nisa::dma_copy(out_rows.slice(0, r.begin, r.end()).slice(1, h, h + cols.size), result);
     }
   }
 }

@@ -45,13 +45,9 @@ int64_t AttentionTileBudget(const HardwareProfile& p) {
 }
 
 int64_t DmaChunkBytes(const HardwareProfile& p) {
-  // A queue moves c bytes in fixed + c / queue_bw; all queues together outrun the port when
-  //   queues * c / (fixed + c / queue_bw) >= hbm_bw,
-  // i.e. c >= fixed * hbm_bw / (queues - hbm_bw / queue_bw).
-  const double spare_queues = p.dma_queues() - p.hbm_gbps_per_core() / p.dma_queue_gbps();
-  // Queues that can never fill the port: keep the fixed cost near a fifth of each transfer.
-  if (spare_queues < 0.5) return static_cast<int64_t>(4 * p.dma_fixed_ns() * p.dma_queue_gbps());
-  return static_cast<int64_t>(std::ceil(p.dma_fixed_ns() * p.hbm_gbps_per_core() / spare_queues));
+  // Two full descriptors on every partition: each engine then runs within 1% of its sustained
+  // rate (runtime/dma_engines.h), and the chunks in flight overlap their fixed latencies.
+  return static_cast<int64_t>(p.partitions()) * 2 * p.dma_descriptor_max_bytes();
 }
 
 Tile Heads(const Tile& t, int64_t head, int64_t count) {

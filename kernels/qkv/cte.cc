@@ -40,7 +40,6 @@ constexpr int kEvictionRing = 3;             // eviction buffers in flight
 constexpr int kMxEvictionRing = 8;
 constexpr int64_t kMxWarmBanks = 2;          // MX: banks run tile by tile at a block's start
 constexpr int64_t kMxRowBuffers = 8;         // MX: input row tiles in flight
-constexpr int64_t kWarmSplit = 2;            // DMAs per weight chunk of the first slab (warm-up)
 // A bank's store as four DMAs of a quarter of the rows on four queues: a quarter of the latency
 // (which matters for the last one), and the queues have room to spare in a PE-bound kernel.
 constexpr int64_t kStorePieces = 4;
@@ -344,11 +343,9 @@ void CteRunner::Run() {
   };
   const int64_t banks = (cfg_.i + plan_.width - 1) / plan_.width;
   if (plan_.warm_banks > 1) {
-    // The HBM port in the order the first cells need it: tile 0, bank 0's slab (each chunk over
-    // several queues, so the first matmuls start early), tile 1, the other warm banks' slabs,
-    // then the rest of the ring.
+    // The HBM port in the order the first cells need it: tile 0, bank 0's slab, tile 1, the other
+    // warm banks' slabs, then the rest of the ring.
     const int64_t warm = std::min(plan_.warm_banks, banks);
-    stream_->SplitFirst(warm * plan_.h_chunks, kWarmSplit);
     load_next();
     if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks, /*groups=*/1);
     for (int64_t b = 1; b <= warm; ++b) {

@@ -5,6 +5,7 @@
 #include "launcher/commands/calibrate.h"
 #include "launcher/commands/collective.h"
 #include "launcher/commands/demo.h"
+#include "launcher/commands/dma_curve.h"
 #include "launcher/commands/example.h"
 #include "launcher/commands/kernel_attention.h"
 #include "launcher/commands/kernel_mlp.h"
@@ -26,6 +27,9 @@ namespace {
 constexpr Command kCommands[] = {
     {"demo", "", AddDemoCommand,
      "Tiled matmul on one simulated logical core: cost summary, golden check, trace"},
+    {"dma-curve", "", AddDmaCurveCommand,
+     "The DMA engine model beside the published figures: throughput against bytes per partition, "
+     "the DMA overview's examples, a mixed-DGE kernel"},
     {"example", "", nullptr,
      "Run an example kernel written in the nl language: cost summary, check, trace"},
     {"softmax", "example", AddSoftmaxExampleCommand,

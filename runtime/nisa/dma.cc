@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/cost_model.h"
+#include "runtime/dma_engines.h"
 #include "runtime/error.h"
 #include "runtime/nisa/issue.h"
 #include "runtime/sim_mode.h"
@@ -23,24 +24,77 @@ struct Endpoint {
   Shape strides;
   int64_t offset;
   bool hbm;
+  // The engines' view (runtime/dma_engines.h): an on-chip side's partitions, and the elements of
+  // the longest run contiguous in memory (an on-chip side: within one partition).
+  int64_t partition_start = 0, partitions = 1, row_elements = 1, run_elements = 1;
 };
+
+// Elements of the innermost dims that are contiguous (stride 1, then the product of the inner
+// sizes), size-1 dims ignored.
+int64_t ContiguousRun(const Shape& shape, const Shape& strides, size_t first_dim) {
+  int64_t run = 1;
+  for (size_t i = shape.size(); i-- > first_dim;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != run) break;
+    run *= shape[i];
+  }
+  return run;
+}
 
 Endpoint FromTile(const char* role, const Tile& t) {
   Shape shape = t.shape(), strides{t.partition_stride()};
   strides.insert(strides.end(), t.free_strides().begin(), t.free_strides().end());
   const int64_t offset = t.partition_start() * t.partition_stride() + t.free_offset();
-  return {role, t.Describe(), t.buffer().data(), t.dtype(), shape, strides, offset, false};
+  Endpoint e{role, t.Describe(), t.buffer().data(), t.dtype(), shape, strides, offset, false};
+  e.partition_start = t.partition_start();
+  e.partitions = t.partitions();
+  e.row_elements = t.free_size();
+  e.run_elements = ContiguousRun(shape, strides, 1);
+  return e;
 }
 
 Endpoint FromTensor(const char* role, const TensorView& v) {
-  return {role,
-          StrCat("'", v.name(), "' ", ShapeString(v.shape()), " ", DTypeName(v.dtype()), " HBM"),
-          v.buffer().data(),
-          v.dtype(),
-          v.shape(),
-          v.strides(),
-          v.offset(),
-          true};
+  Endpoint e{role,
+             StrCat("'", v.name(), "' ", ShapeString(v.shape()), " ", DTypeName(v.dtype()), " HBM"),
+             v.buffer().data(),
+             v.dtype(),
+             v.shape(),
+             v.strides(),
+             v.offset(),
+             true};
+  e.run_elements = ContiguousRun(v.shape(), v.strides(), 0);
+  return e;
+}
+
+// How a copy of `elements` elements of `width` bytes falls on the engines: by the partitions of
+// its on-chip side (the destination's when both are on chip), or, HBM -> HBM, by the outer dim
+// of the common shape `ds` (a 1-D copy in 4 KiB rows), spread over the engines.
+DmaSplit SplitCopy(const HardwareProfile& p, const Endpoint& dst, const Endpoint& src,
+                   const Shape& ds, int64_t width) {
+  const int64_t elements = NumElements(ds);
+  if (dst.hbm && src.hbm) {
+    const int64_t run = std::min(dst.run_elements, src.run_elements);
+    int64_t rows = ds.size() >= 2 ? ds[0] : 1;
+    if (rows == 1) rows = std::clamp<int64_t>(elements * width / p.dma_descriptor_max_bytes(), 1,
+                                              p.dma_engines());
+    const int64_t row = std::max<int64_t>(1, elements / rows);
+    const bool crosses = run >= elements;
+    return SplitOverEngines(p, 0, rows, row * width, (crosses ? elements : std::min(run, row)) * width,
+                            crosses, false);
+  }
+  const Endpoint& chip = dst.hbm ? src : dst;
+  const Endpoint& other = dst.hbm ? dst : src;
+  const int64_t row = std::max<int64_t>(1, chip.row_elements);
+  const bool chip_rows_whole = chip.run_elements >= row;
+  if (other.hbm && chip_rows_whole && other.run_elements >= row) {
+    // The HBM side runs on over whole rows: one descriptor run covers several partitions' rows.
+    const int64_t run_rows = other.run_elements / row;
+    return SplitOverEngines(p, chip.partition_start, chip.partitions, row * width,
+                            run_rows * row * width, true, true);
+  }
+  const int64_t run = std::min({row, chip.run_elements, other.run_elements});
+  return SplitOverEngines(p, chip.partition_start, chip.partitions, row * width, run * width, false,
+                          true);
 }
 
 // Applies a run-time offset read from its index tensor; checks the window stays in bounds.
@@ -143,19 +197,18 @@ void Copy(Issue& issue, Endpoint dst, Endpoint src) {
     });
   }
 
-  NeuronCore& core = issue.core();
-  const HardwareProfile& prof = core.profile();
-  const int64_t bytes = NumElements(ds) * static_cast<int64_t>(std::max(dw, sw));
-  const double start = issue.Start();
-  double end = start + DmaQueueNs(prof, bytes);
-  if (dst.hbm || src.hbm) end = std::max(end, core.ReserveHbm(start + prof.dma_fixed_ns(), bytes));
-  issue.Finish(start, end, bytes, 0);
+  const int64_t width = static_cast<int64_t>(std::max(dw, sw));
+  const int64_t bytes = NumElements(ds) * width;
+  DmaRequest request;
+  request.split = SplitCopy(issue.profile(), dst, src, ds, width);
+  request.hbm_bytes = (dst.hbm ? bytes : 0) + (src.hbm ? bytes : 0);
+  issue.FinishTransfer(request, bytes);
 }
 
 Engine PickQueue(const DmaOptions& options) {
   NeuronCore& core = CurrentCore();
   const int queues = static_cast<int>(core.profile().dma_queues());
-  if (options.queue < 0) return core.EarliestDmaQueue();
+  if (options.queue < 0) return DmaQueue(core.EarliestDmaQueue());
   if (options.queue >= queues) {
     Raise(ErrorCode::kInvalidArgument,
           StrCat(kInst, ": queue ", options.queue, " outside [0, ", queues, ")"));

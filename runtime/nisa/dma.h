@@ -2,8 +2,11 @@
 // and HBM to HBM, over strided views or access patterns. Both sides must have the same shape
 // once size-1 dims are dropped; a dtype change is converted through fp32 (DMA casting).
 //
-// Cost: the queue is held for dma_fixed_ns + bytes / dma_queue_gbps; a transfer touching HBM also
-// passes through the core's HBM port (hbm_gbps_per_core), which transfers on all queues share.
+// Cost (runtime/dma_engines.h, docs/dma.md): the transfer's queue issues it (dma_issue_ns, in order
+// within the queue), its partitions are split over the 16 DMA engines (8 partitions an engine at
+// 128), each engine moves its share as descriptors of contiguous runs, shared with every transfer
+// in flight, the core's HBM port bounds the sum, and it completes when every engine's semaphore
+// has landed: dma_latency_ns plus its largest share when alone.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +28,8 @@ struct DynamicOffset {
 };
 
 struct DmaOptions {
-  int queue = -1;  // DMA queue index; negative picks the queue that frees first
+  int queue = -1;  // DMA queue ID (across all engines); negative: the queue whose issue stage
+                   // frees first
   std::optional<DynamicOffset> src_offset;  // only for an HBM source
   std::optional<DynamicOffset> dst_offset;  // only for an HBM destination
 };

@@ -22,13 +22,18 @@ std::string DescribeHbm(const TensorView& v) {
         StrCat(inst, ": operand '", operand, "' ", DescribeHbm(v), ": ", rule));
 }
 
-// Holds the issue's DMA queue and the core's HBM port for `bytes`, no earlier than earliest_ns.
-void FinishDma(Issue& issue, double earliest_ns, int64_t bytes) {
-  const HardwareProfile& prof = issue.profile();
-  const double start = std::max(issue.Start(), earliest_ns);
-  const double end = std::max(start + DmaQueueNs(prof, bytes),
-                              issue.core().ReserveHbm(start + prof.dma_fixed_ns(), bytes));
-  issue.Finish(start, end, bytes, 0);
+// The transfer of `bytes` into or out of the on-chip tile `chip` (rows = its partitions), no
+// earlier than earliest_ns, at `efficiency` of the engines' rate; `hbm_bytes` cross the HBM port.
+void FinishDma(Issue& issue, double earliest_ns, const Tile& chip, int64_t bytes, int64_t hbm_bytes,
+               double efficiency) {
+  DmaRequest request;
+  request.ready_ns = earliest_ns;
+  request.hbm_bytes = hbm_bytes;
+  request.efficiency = efficiency;
+  const int64_t row = std::max<int64_t>(1, bytes / chip.partitions());
+  request.split = SplitOverEngines(issue.profile(), chip.partition_start(), chip.partitions(), row,
+                                   row, false, true);
+  issue.FinishTransfer(request, bytes);
 }
 
 int64_t Bytes(const Tile& t) { return t.numel() * static_cast<int64_t>(SizeOf(t.dtype())); }
@@ -65,7 +70,7 @@ std::string HardwareDgeViolation(const TensorView& src, int64_t partitions) {
 void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode) {
   constexpr const char* kInst = "dma_transpose";
   NeuronCore& core = CurrentCore();
-  Issue issue(kInst, core.EarliestDmaQueue());
+  Issue issue(kInst, DmaQueue(core.EarliestDmaQueue()));
   issue.Reads("src", src).Writes("dst", dst);
   const std::string hw_violation = HardwareDgeViolation(src, core.profile().partitions());
   if (mode == DgeMode::kHardware && !hw_violation.empty()) {
@@ -87,13 +92,16 @@ void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode) {
     for (int64_t r = 0; r < rows; ++r) column[r] = values[r * cols + c];
     dst.WriteRow(c, column);
   }
-  FinishDma(issue, descriptors_ready, std::max(src.size_bytes(), Bytes(dst)));
+  // The engines transpose at dma_transpose_hbm_efficiency of their copy rate.
+  const int64_t bytes = std::max(src.size_bytes(), Bytes(dst));
+  FinishDma(issue, descriptors_ready, dst, bytes, src.size_bytes(),
+            core.profile().dma_transpose_hbm_efficiency());
 }
 
 void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src) {
   constexpr const char* kInst = "dma_scatter_add";
   NeuronCore& core = CurrentCore();
-  Issue issue(kInst, core.EarliestDmaQueue());
+  Issue issue(kInst, DmaQueue(core.EarliestDmaQueue()));
   issue.Reads("indices", indices).Reads("src", src).Reads("dst", dst).Writes("dst", dst);
   if (dst.rank() != 2) IllegalHbm(kInst, "dst", dst, "must be a 2-D view [R, M]");
   const int64_t rows = dst.dim(0), m = dst.dim(1), n = src.partitions();
@@ -128,8 +136,8 @@ void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src
       FromFloat(dt, ToFloat(dt, element) + x[j], element);
     }
   }
-  // Each row is read and written back: twice the rows' bytes cross the port.
-  FinishDma(issue, 0.0, 2 * n * m * width + Bytes(indices));
+  // Each row is read and written back: twice the rows' bytes cross the port; one descriptor a row.
+  FinishDma(issue, 0.0, src, n * m * width, 2 * n * m * width, 1.0);
 }
 
 }  // namespace nkisim::nisa

@@ -2,8 +2,9 @@
 // run: the transposing load of the descriptor-generation engine (DGE) and the indirect
 // scatter-add, an atomic read-modify-write of HBM rows chosen at run time by an index tile.
 //
-// Cost: like dma_copy, the DMA queue that frees first is held for dma_fixed_ns + bytes /
-// dma_queue_gbps, and the HBM side passes the core's HBM port (hbm_gbps_per_core). A software-DGE
+// Cost: like dma_copy (runtime/dma_engines.h), on the queue whose issue stage frees first, split
+// over the engines by the SBUF tile's partitions; a transpose runs the engines at
+// dma_transpose_hbm_efficiency of their rate (trainium2_arch.rst: up to 90%). A software-DGE
 // transpose first spends a GpSimd instruction writing its descriptors (one per element, spread
 // over the partition lanes), and its DMA starts when that ends.
 #pragma once

@@ -101,6 +101,21 @@ double Issue::Commit(double duration_ns, int64_t bytes, int64_t flops) {
   return start + duration_ns;
 }
 
+double Issue::FinishTransfer(DmaRequest request, int64_t bytes) {
+  request.queue = EngineIndex(engine_) - EngineIndex(Engine::kDmaQueue0);
+  request.ready_ns = std::max(request.ready_ns, Start());
+  const DmaTiming t = core_->dma().Schedule(request);
+  RecordDmaTransfer(core_->timeline(), profile(), name_, request, t, bytes, shapes_);
+  for (int i = 0; i < n_tile_reads_; ++i) {
+    tile_reads_[i]->readers_done_at = std::max(tile_reads_[i]->readers_done_at, t.done_ns);
+  }
+  for (int i = 0; i < n_tile_writes_; ++i) {
+    tile_writes_[i]->ready_at = std::max(tile_writes_[i]->ready_at, t.done_ns);
+  }
+  for (int i = 0; i < n_hbm_writes_; ++i) hbm_writes_[i]->MarkWritten(t.done_ns);
+  return t.done_ns;
+}
+
 float* ScratchRow(int slot, int64_t n) {
   thread_local std::vector<float> rows[6];
   std::vector<float>& row = rows[slot];

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/dma_engines.h"
 #include "runtime/neuron_core.h"
 #include "runtime/tensor_view.h"
 #include "runtime/tile.h"
@@ -35,6 +36,11 @@ class Issue {
   void Finish(double start_ns, double end_ns, int64_t bytes, int64_t flops);
   // Finish(Start(), Start() + duration_ns, ...); returns the end time.
   double Commit(double duration_ns, int64_t bytes, int64_t flops);
+  // A DMA transfer (the Issue's engine is its queue's row, DmaQueue(q)): schedules it on the
+  // core's DMA engines no earlier than Start() and request.ready_ns, records it whole on the
+  // queue's row and each engine's share on that engine's row, and makes its written operands
+  // ready at its completion. Returns the completion time.
+  double FinishTransfer(DmaRequest request, int64_t bytes);
 
  private:
   void AddShape(const char* operand, const Shape& shape, DType dtype);
