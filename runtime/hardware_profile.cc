@@ -252,10 +252,10 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
                  ") must not exceed dma_latency_ns (", p.dma_latency_ns(),
                  "), the whole fixed latency it is part of"));
   }
-  if (!(p.dma_transpose_hbm_efficiency() > 0 && p.dma_transpose_hbm_efficiency() <= 1)) {
+  if (!(p.dma_transpose_hbm_efficiency() >= 0.01 && p.dma_transpose_hbm_efficiency() <= 1)) {
     Raise(ErrorCode::kBadConfig,
           StrCat(source_name, ": hardware profile field 'dma_transpose_hbm_efficiency' is ",
-                 p.dma_transpose_hbm_efficiency(), "; it must be in (0, 1]"));
+                 p.dma_transpose_hbm_efficiency(), "; it must be in [0.01, 1]"));
   }
   if (p.psum_bytes_per_partition() % p.psum_banks() != 0 ||
       p.psum_bytes_per_partition() / p.psum_banks() < 4 * p.pe_max_moving_free()) {

@@ -46,23 +46,24 @@ void Timeline::Record(const char* name, Engine e, double start_ns, double end_ns
   if (IsDmaQueue(e) || e == Engine::kLink || e == Engine::kCollective) moved_bytes_ += bytes;
   last_end_ns_ = std::max(last_end_ns_, end_ns);
   if (keep_ == Keep::kNone || (keep_ == Keep::kCollectives && e != Engine::kCollective)) return;
-  KeepRecord(name, e, start_ns, end_ns, bytes, flops, shapes);
+  KeepRecord(records_, name, e, start_ns, end_ns, bytes, flops, shapes);
 }
 
 void Timeline::RecordShare(const char* name, Engine engine, double start_ns, double end_ns,
                            int64_t bytes, std::string_view shapes) {
   Occupy(engine, start_ns, end_ns);
   last_end_ns_ = std::max(last_end_ns_, end_ns);
-  if (keep_ == Keep::kAll) KeepRecord(name, engine, start_ns, end_ns, bytes, 0, shapes);
+  if (keep_ == Keep::kAll) KeepRecord(shares_, name, engine, start_ns, end_ns, bytes, 0, shapes);
 }
 
-void Timeline::KeepRecord(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
-                    int64_t flops, std::string_view shapes) {
+void Timeline::KeepRecord(std::vector<InstructionRecord>& into, const char* name, Engine e,
+                          double start_ns, double end_ns, int64_t bytes, int64_t flops,
+                          std::string_view shapes) {
   InstructionRecord r{name, e, start_ns, end_ns, bytes, flops, {}};
   const size_t n = std::min(shapes.size(), r.shapes.size() - 1);
   std::memcpy(r.shapes.data(), shapes.data(), n);
   r.shapes[n] = '\0';
-  records_.push_back(r);
+  into.push_back(r);
 }
 
 CoreSummary Timeline::Summarize(int core_id, const HardwareProfile& profile) const {

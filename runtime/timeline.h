@@ -85,9 +85,9 @@ class Timeline {
   void Occupy(Engine e, double start_ns, double end_ns);
   void Record(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
               int64_t flops, std::string_view shapes);
-  // One DMA engine's share of a transfer: occupies the engine over [start, end] and is kept as a
-  // record (with `shapes`, e.g. "q3 8 desc") when every record is kept; it is not an instruction
-  // and its bytes are counted with the transfer's Record on its queue row.
+  // One DMA engine's share of a transfer: occupies the engine over [start, end] and is kept in
+  // shares() (with `shapes`, e.g. "queue 3, 8 descriptors") when every record is kept; it is not
+  // an instruction and its bytes are counted with the transfer's Record on its queue row.
   void RecordShare(const char* name, Engine engine, double start_ns, double end_ns, int64_t bytes,
                    std::string_view shapes);
 
@@ -104,17 +104,21 @@ class Timeline {
   bool keeps_records() const { return keep_ != Keep::kNone; }
   // Every kept record since the start.
   const std::vector<InstructionRecord>& records() const { return records_; }
+  // Every kept DMA engine share since the start (RecordShare), in the order recorded.
+  const std::vector<InstructionRecord>& shares() const { return shares_; }
   // Bytes moved by DMA transfers, the Link and collectives since the start, kept or not.
   int64_t moved_bytes() const { return moved_bytes_; }
   CoreSummary Summarize(int core_id, const HardwareProfile& profile) const;
 
  private:
-  void KeepRecord(const char* name, Engine e, double start_ns, double end_ns, int64_t bytes,
-                  int64_t flops, std::string_view shapes);
+  void KeepRecord(std::vector<InstructionRecord>& into, const char* name, Engine e,
+                  double start_ns, double end_ns, int64_t bytes, int64_t flops,
+                  std::string_view shapes);
 
   std::array<double, kNumEngines> free_at_{};
   std::array<double, kNumEngines> busy_ns_{};
   std::vector<InstructionRecord> records_;
+  std::vector<InstructionRecord> shares_;
   Keep keep_ = Keep::kAll;
   // Totals over every Record call, kept or not.
   int64_t instructions_ = 0, flops_ = 0, dma_bytes_ = 0, moved_bytes_ = 0;

@@ -22,7 +22,12 @@ void ChromeTrace::AddEvent(Event event) { events_.push_back(std::move(event)); }
 
 void ChromeTrace::AddProcess(int pid, const std::string& name, const Timeline& timeline) {
   NameProcess(pid, name);
-  for (const InstructionRecord& r : timeline.records()) {
+  AddRecords(pid, timeline.records());
+  AddRecords(pid, timeline.shares());
+}
+
+void ChromeTrace::AddRecords(int pid, const std::vector<InstructionRecord>& records) {
+  for (const InstructionRecord& r : records) {
     const int tid = EngineIndex(r.engine);
     NameThread(pid, tid, EngineName(r.engine));
     AddEvent({r.name, EngineName(r.engine), pid, tid, r.start_ns, r.end_ns, r.bytes, r.flops,

@@ -31,6 +31,8 @@ class ChromeTrace {
   void AddProcess(int pid, const std::string& name, const Timeline& timeline);
   // Physical core `core` of a process holding several cores: thread "core <c> <engine>".
   void AddCore(int pid, int core, const std::vector<InstructionRecord>& records);
+  // The records as events of process `pid`, one thread per engine.
+  void AddRecords(int pid, const std::vector<InstructionRecord>& records);
 
   void NameProcess(int pid, const std::string& name);
   void NameThread(int pid, int tid, const std::string& name);
@@ -41,7 +43,7 @@ class ChromeTrace {
   void WriteFile(const std::string& path) const;
 
   // Thread id of an engine of physical core `core` (AddCore's numbering).
-  static int CoreEngineTid(int core, Engine engine) { return core * 32 + EngineIndex(engine); }
+  static int CoreEngineTid(int core, Engine engine) { return core * 64 + EngineIndex(engine); }
 
  private:
   std::map<int, std::string> process_names_;

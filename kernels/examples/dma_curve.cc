@@ -64,8 +64,8 @@ std::pair<double, double> SweepPoint(const HardwareProfile& p, int64_t bytes_per
 // Wall time covered by the DMA engines' busy intervals.
 double EngineActiveNs(const NeuronCore& core) {
   std::vector<std::pair<double, double>> busy;
-  for (const InstructionRecord& r : core.timeline().records()) {
-    if (IsDma(r.engine) && r.end_ns > r.start_ns) busy.emplace_back(r.start_ns, r.end_ns);
+  for (const InstructionRecord& r : core.timeline().shares()) {
+    if (r.end_ns > r.start_ns) busy.emplace_back(r.start_ns, r.end_ns);
   }
   std::sort(busy.begin(), busy.end());
   double total = 0, end = -1;
@@ -109,7 +109,8 @@ DmaExampleResult DmaIsolatedTransfer(const HardwareProfile& p, int64_t partition
   DmaExampleResult result;
   for (const InstructionRecord& r : core.timeline().records()) {
     if (IsDmaQueue(r.engine)) result.trigger_to_completion_ns = r.end_ns - r.start_ns;
-    if (!IsDma(r.engine)) continue;
+  }
+  for (const InstructionRecord& r : core.timeline().shares()) {
     if (r.bytes > 0) {
       ++result.engines_with_data;
       result.largest_share_ns =

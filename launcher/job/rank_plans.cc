@@ -10,7 +10,9 @@ namespace {
 
 void AppendTrace(const LogicalCore& lnc, const std::string& scenario, proto::RankResult& result) {
   for (int c = 0; c < lnc.lnc(); ++c) {
-    for (const InstructionRecord& r : lnc.core(c).timeline().records()) {
+    const Timeline& clock = lnc.core(c).timeline();
+    for (const std::vector<InstructionRecord>* records : {&clock.records(), &clock.shares()}) {
+     for (const InstructionRecord& r : *records) {
       proto::TraceEvent& e = *result.add_trace();
       e.set_name(r.name);
       e.set_core(static_cast<uint32_t>(c));
@@ -21,6 +23,7 @@ void AppendTrace(const LogicalCore& lnc, const std::string& scenario, proto::Ran
       e.set_flops(r.flops);
       e.set_operands(r.shapes.data());
       e.set_scenario(scenario);
+     }
     }
   }
 }

@@ -372,7 +372,9 @@ std::string Step::ToString() const {
   return detail.empty() ? instruction : StrCat(instruction, "(", detail, ")");
 }
 
-std::string StepEngineName(Engine engine) { return IsDma(engine) ? "DMA" : EngineName(engine); }
+std::string StepEngineName(Engine engine) {
+  return IsDma(engine) || IsDmaQueue(engine) ? "DMA" : EngineName(engine);
+}
 
 const std::vector<OpInfo>& OpTable() {
   static const auto* table = new std::vector<OpInfo>(BuildTable());

@@ -59,7 +59,7 @@ TEST(CommandTable, GroupsComeBeforeTheirMembersAndNamesAreUnique) {
 
 TEST(CommandTable, BuildsTheCommandLine) {
   CommandLine cli;
-  EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "example", "validate", "run", "sweep",
+  EXPECT_THAT(Names(&cli.app), ElementsAre("demo", "dma-curve", "example", "validate", "run", "sweep",
                                            "predict", "serve", "collective", "calibrate", "pack-weights", "python",
                                            "kernel"));
   EXPECT_THAT(Names(cli.app.get_subcommand("kernel")), ElementsAre("qkv", "oproj", "attention", "mlp", "moe"));
@@ -83,7 +83,7 @@ TEST(CommandTable, UnknownOrMissingCommandOfAGroupIsNamed) {
   EXPECT_EQ(problem({"kernel", "--bogus"}),
             "'nkisim kernel' needs a command before '--bogus': qkv, oproj, attention, mlp, moe");
   EXPECT_THAT(problem({"frobnicate"}), ::testing::StartsWith("'frobnicate' is not a command; the commands are demo,"));
-  EXPECT_THAT(problem({}), ::testing::StartsWith("'nkisim' needs a command: demo, example,"));
+  EXPECT_THAT(problem({}), ::testing::StartsWith("'nkisim' needs a command: demo, dma-curve, example,"));
   // Known words, and what CLI11 answers itself, pass.
   EXPECT_EQ(problem({"kernel", "qkv", "--b", "1"}), "");
   EXPECT_EQ(problem({"example", "softmax"}), "");

@@ -31,21 +31,33 @@ TEST(CostModelTest, ComputeEnginesUseTheirOwnClockAndLaneRate) {
   EXPECT_THROW(ComputeOpNs(p, Engine::kPE, 5, true), std::exception);
 }
 
-TEST(CostModelTest, DmaHbmAndLink) {
+// The DMA engines' costs (runtime/dma_engines.h), from the trn2 profile's figures.
+TEST(CostModelTest, DmaDescriptorShareSemaphoreAndHbm) {
   const HardwareProfile& p = Trn2Profile();
-  EXPECT_NEAR(DmaQueueNs(p, 131072), 600 + 131072 / 27.34375, 1e-6);
+  // One 4 KiB descriptor: what separates 23 B/ns sustained from 27.2 B/ns raw.
+  const double descriptor = 4096 / 23.0 - 4096 / 27.2;  // 27.49 ns
+  EXPECT_NEAR(DmaDescriptorNs(p), descriptor, 1e-9);
+  // A share of 8 descriptors of 1 KiB: 8 x 27.49 + 8192 / 27.2 = 521.1 ns (16.2 B/ns, not 27.2).
+  EXPECT_NEAR(DmaShareNs(p, 8192, 8, 1.0), 8 * descriptor + 8192 / 27.2, 1e-9);
+  // Full descriptors run at the sustained rate: 8 x 4 KiB in 8 x 4096 / 23 ns.
+  EXPECT_NEAR(DmaShareNs(p, 32768, 8, 1.0), 32768 / 23.0, 1e-9);
+  // A transpose at 90%: the bytes take 1 / 0.9 as long, the descriptors the same.
+  EXPECT_NEAR(DmaShareNs(p, 32768, 8, 0.9), 8 * descriptor + 32768 / (27.2 * 0.9), 1e-9);
+  EXPECT_NEAR(DmaSemaphoreNs(p), descriptor + 4 / 27.2, 1e-9);
+  // An empty transfer takes dma_latency_ns: issue 863, start, then its semaphore.
+  EXPECT_NEAR(p.dma_issue_ns() + DmaStartLatencyNs(p) + DmaSemaphoreNs(p), 1300, 1e-9);
   EXPECT_NEAR(HbmTransferNs(p, 362500), 1000.0, 1e-9);
-  EXPECT_NEAR(LinkNs(p, 362500), 600 + 1000.0, 1e-9);
 }
 
-// The HBM time of the traffic plus one fixed DMA cost for the first load and one for the store.
-TEST(CostModelTest, StreamFloorIsTheHbmTimePlusTwoFixedDmaCosts) {
+// The HBM time of the traffic plus the first load's latency to its first byte and the store's
+// whole latency: 2 x 1300 - the semaphore.
+TEST(CostModelTest, StreamFloorIsTheHbmTimePlusTwoFixedDmaLatencies) {
   const HardwareProfile& p = Trn2Profile();
-  EXPECT_NEAR(StreamFloorNs(p, 362500), 1000.0 + 2 * 600, 1e-9);
-  EXPECT_NEAR(StreamFloorNs(p, 0), 1200.0, 1e-9);
-  // 1.74 MB per core is about where the floor reaches 1.25x of the HBM roofline (1200 ns is a
-  // quarter of 4800 ns of HBM time).
-  EXPECT_NEAR(StreamFloorNs(p, 4800 * 362.5) / HbmTransferNs(p, 4800 * 362.5), 1.25, 1e-9);
+  EXPECT_NEAR(StreamFloorNs(p, 362500), 1000.0 + 2 * 1300 - DmaSemaphoreNs(p), 1e-9);
+  EXPECT_NEAR(StreamFloorNs(p, 0), 2600.0 - DmaSemaphoreNs(p), 1e-9);
+  // The floor reaches 1.25x the HBM roofline where the fixed part is a quarter of the HBM time.
+  const double hbm_ns = 4 * (2600.0 - DmaSemaphoreNs(p));  // 10290 ns: 3.73 MB per core
+  EXPECT_NEAR(StreamFloorNs(p, hbm_ns * 362.5) / HbmTransferNs(p, hbm_ns * 362.5), 1.25, 1e-6);  // whole bytes
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ TEST(HardwareProfileTest, Trn1ProfileLoadsAndAddsUpToThePublishedChip) {
   EXPECT_NEAR(PeakBf16Tflops(p) * p.physical_cores_per_chip(), 190, 190 * 0.04);  // 183.5: 2.8 GHz x 128 x 128
   EXPECT_DOUBLE_EQ(p.hbm_gbps_per_core() * p.physical_cores_per_chip(), 820);
   EXPECT_EQ(p.hbm_bytes_per_chip(), 32ull << 30);
-  EXPECT_DOUBLE_EQ(p.dma_queue_gbps() * p.dma_queues() * p.physical_cores_per_chip(), 1000);
+  EXPECT_EQ(p.dma_engines() * p.physical_cores_per_chip(), 32u);  // N1: 32 DMA engines a chip
+  EXPECT_DOUBLE_EQ(p.dma_engine_gbps(), 17);                        // I, J: 17 B/ns an engine
   EXPECT_EQ(p.sbuf_bytes_per_partition() * p.partitions() * p.physical_cores_per_chip(), 48ull << 20);
   EXPECT_DOUBLE_EQ(p.neuronlink_gbps_per_chip(), 384);
   EXPECT_LT(p.vector_elems_per_cycle_16bit(), Trn2Profile().vector_elems_per_cycle_16bit());
@@ -149,7 +150,7 @@ TEST(HardwareProfileTest, EveryNumericFieldIsRangeChecked) {
       {"pe_mx_speedup", "no MX path (trn2)"},
       {"host_ms_per_step", "no exposed host time a decode step (async mode)"},
       {"access_overhead_cycles", "no per-instruction access bubble"},
-      {"dma_fixed_ns", "no fixed DMA cost"},
+      {"dma_issue_ns", "no serial issue stage a queue"},
       {"core_link_latency_ns", "no latency between the two cores"},
       {"neuronlink_latency_ns", "no per-hop latency"},
       {"collective_step_latency_ns", "no per-step latency"},

@@ -50,14 +50,17 @@ TEST(LogicalCoreTest, SendRecvSwapsTilesAndJoinsClocks) {
   });
   EXPECT_EQ(received[0], std::vector<float>(128 * 64, 2.0f));
   EXPECT_EQ(received[1], std::vector<float>(128 * 64, 1.0f));
-  // Both cores record the same transfer window, starting when the later core was ready.
+  // Both cores record the same transfer window (a DMA on each core's engines, on its queue's
+  // row), starting when the later core was ready: a whole DMA alone, dma_latency_ns plus one
+  // engine's share of 8 partitions x 256 B (8 descriptors).
+  const HardwareProfile& p = Trn2Profile();
   const InstructionRecord& r0 = lnc.core(0).timeline().records().back();
   const InstructionRecord& r1 = lnc.core(1).timeline().records().back();
   EXPECT_STREQ(r0.name, "sendrecv");
-  EXPECT_EQ(r0.engine, Engine::kLink);
+  EXPECT_TRUE(IsDmaQueue(r0.engine));
   EXPECT_DOUBLE_EQ(r0.start_ns, r1.start_ns);
   EXPECT_DOUBLE_EQ(r0.start_ns, lnc.core(1).timeline().records()[10].end_ns);
-  EXPECT_NEAR(r0.end_ns - r0.start_ns, LinkNs(Trn2Profile(), 128 * 64 * 4), 1e-9);
+  EXPECT_NEAR(r0.end_ns - r0.start_ns, p.dma_latency_ns() + DmaShareNs(p, 2048, 8, 1.0), 1e-9);
 }
 
 TEST(LogicalCoreTest, BarrierAlignsBothClocks) {

@@ -49,7 +49,7 @@ TEST(TraceTest, JsonParsesBackWithMicrosecondTimestamps) {
     } else if (e["name"] == "process_name") {
       named_process = e["args"]["name"] == "core 7";
     } else if (e["name"] == "thread_name" && e["tid"] == EngineIndex(DmaQueue(3))) {
-      named_dma_thread = e["args"]["name"] == "DMA3";
+      named_dma_thread = e["args"]["name"] == "DMA queue 3";
     }
   }
   EXPECT_EQ(complete, 2);
@@ -148,7 +148,7 @@ TEST(TraceTest, CoresOfOneProcessGetTheirOwnEngineThreads) {
       EXPECT_EQ(e["tid"], ChromeTrace::CoreEngineTid(1, Engine::kPE));
     }
     if (e["name"] == "thread_name" && e["tid"] == ChromeTrace::CoreEngineTid(1, DmaQueue(3))) {
-      named = e["args"]["name"] == "core 1 DMA3";
+      named = e["args"]["name"] == "core 1 DMA queue 3";
     }
   }
   EXPECT_TRUE(named);

@@ -55,7 +55,7 @@ TEST_P(ResidualAddTest, EqualsThePlainSumBitForBit) {
   // load's); the kernel stays within 1.6x the stream floor (which adds the last store's).
   const HardwareProfile& p = Trn2Profile();
   const double bytes = 3.0 * static_cast<double>(out.size_bytes()) / c.lnc;
-  EXPECT_GE(lnc.now(), bytes / p.hbm_gbps_per_core() + p.dma_fixed_ns() - 1e-6);
+  EXPECT_GE(lnc.now(), bytes / p.hbm_gbps_per_core() + p.dma_latency_ns() - 1e-6);
   const double floor = StreamFloorNs(p, bytes);
   EXPECT_LE(lnc.now(), 1.6 * floor) << lnc.now() << " ns against a stream floor of " << floor;
 }

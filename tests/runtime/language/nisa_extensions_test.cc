@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/nisa/nisa.h"
 #include "tests/runtime/language/nl_test_util.h"
@@ -65,9 +66,9 @@ TEST_F(NlTest, DmaTransposeCostsOneDmaOrDescriptorsThenOneDma) {
   Tile dst = core_.AllocateSbuf("dst", {128, 16}, DType::kBFloat16);
   dma_transpose(dst, src);
   const InstructionRecord hw = core_.timeline().records().back();
-  EXPECT_TRUE(IsDma(hw.engine));
-  const double bytes = 16 * 128 * 2;
-  EXPECT_NEAR(Duration(hw), p.dma_fixed_ns() + bytes / p.dma_queue_gbps(), 1e-9);
+  EXPECT_TRUE(IsDmaQueue(hw.engine));
+  // Alone: the fixed latency plus one engine's 8 rows of 32 B (8 descriptors) at 90%.
+  EXPECT_NEAR(Duration(hw), p.dma_latency_ns() + DmaShareNs(p, 8 * 32, 8, 0.9), 1e-9);
 
   Tile dst2 = core_.AllocateSbuf("dst2", {128, 16}, DType::kBFloat16);
   dma_transpose(dst2, src, DgeMode::kSoftware);
@@ -99,9 +100,10 @@ TEST_F(NlTest, DmaScatterAddCostsTheReadAndWriteOfEachRow) {
   dma_scatter_add(dst, indices, src);
   const InstructionRecord& r = core_.timeline().records().back();
   EXPECT_STREQ(r.name, "dma_scatter_add");
-  const double bytes = 2.0 * 8 * 64 * 4 + 8 * 4;
+  // 8 rows of 256 B on engine 0 (one descriptor a row); the HBM port moves them twice.
+  const double bytes = 8 * 64 * 4;
   EXPECT_EQ(r.bytes, static_cast<int64_t>(bytes));
-  EXPECT_NEAR(Duration(r), p.dma_fixed_ns() + bytes / p.dma_queue_gbps(), 1e-9);
+  EXPECT_NEAR(Duration(r), p.dma_latency_ns() + DmaShareNs(p, 2048, 8, 1.0), 1e-9);
   EXPECT_EQ(dst.get({3, 10}), 0.5f);
   EXPECT_EQ(dst.get({2, 10}), 0.0f);
   Tile float_indices = core_.AllocateSbuf("fi", {8, 1}, DType::kFloat32);

@@ -46,12 +46,12 @@ struct Emitted {
   Engine engine;
   bool operator==(const Emitted& o) const {
     return instruction == o.instruction &&
-           (engine == o.engine || (IsDma(engine) && IsDma(o.engine)));
+           (engine == o.engine || ((IsDma(engine) || IsDmaQueue(engine)) && (IsDma(o.engine) || IsDmaQueue(o.engine))));
   }
 };
 inline std::ostream& operator<<(std::ostream& out, const Emitted& e) {
   return out << e.instruction << "@"
-             << (IsDma(e.engine) ? std::string("DMA") : EngineName(e.engine));
+             << (IsDma(e.engine) || IsDmaQueue(e.engine) ? std::string("DMA") : EngineName(e.engine));
 }
 
 inline std::vector<Emitted> RecordsSince(const NeuronCore& core, size_t mark) {

@@ -1,6 +1,6 @@
 // dma_copy of runtime/nisa/dma.h: every source / destination pairing, strided, permuted and
 // access-pattern views, dtype conversion, dynamic offsets, queue selection, and the cost clock
-// (queue time and the shared HBM port) computed by hand from the hardware profile fields.
+// (the DMA engines' own tests are tests/runtime/dma_engines_test.cc).
 #include "runtime/nisa/dma.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cost_model.h"
 #include "runtime/error.h"
 #include "runtime/neuron_core.h"
 #include "runtime/nisa/elementwise.h"
@@ -106,8 +107,10 @@ TEST_F(DmaTest, SbufToSbufCostsOnlyTheQueue) {
   EXPECT_EQ(b.ToFloats(), Iota(16 * 64));
   const int64_t bytes = 16 * 64 * 4;
   EXPECT_EQ(Records().back().bytes, bytes);
+  // Alone: the fixed latency plus the largest share: 16 partitions on engines 0 and 1, 8 rows of
+  // 256 B each (SBUF rows are not contiguous across partitions: 8 descriptors).
   EXPECT_DOUBLE_EQ(Records().back().end_ns - Records().back().start_ns,
-                   p.dma_fixed_ns() + bytes / p.dma_queue_gbps());
+                   p.dma_latency_ns() + DmaShareNs(p, 8 * 256, 8, 1.0));
 }
 
 TEST_F(DmaTest, PsumToSbufWaitsForTheEngineThatWroteIt) {
@@ -117,7 +120,7 @@ TEST_F(DmaTest, PsumToSbufWaitsForTheEngineThatWroteIt) {
   dma_copy(sbuf, psum);
   EXPECT_EQ(sbuf.ToFloats(), std::vector<float>(8 * 32, 2.5f));
   ASSERT_EQ(Records().size(), 2u);
-  EXPECT_TRUE(IsDma(Records()[1].engine));
+  EXPECT_TRUE(IsDmaQueue(Records()[1].engine));
   EXPECT_GT(Records()[0].end_ns, 0.0);
   EXPECT_DOUBLE_EQ(Records()[1].start_ns, Records()[0].end_ns);
 }
@@ -276,9 +279,9 @@ TEST_F(DmaTest, ExplicitQueueIsRecorded) {
   Tile tile = core_.AllocateSbuf("tile", {4, 8}, DType::kFloat32);
   dma_copy(tile, CountingTensor({4, 8}, "src"), OnQueue(5));
   EXPECT_EQ(Records().back().engine, DmaQueue(5));
-  EXPECT_EQ(EngineName(Records().back().engine), "DMA5");
-  EXPECT_DOUBLE_EQ(core_.timeline().free_at(DmaQueue(5)), Records().back().end_ns);
-  EXPECT_DOUBLE_EQ(core_.timeline().free_at(DmaQueue(0)), 0.0);
+  EXPECT_EQ(EngineName(Records().back().engine), "DMA queue 5");
+  EXPECT_DOUBLE_EQ(core_.dma().queue_free_ns(5), core_.profile().dma_issue_ns());
+  EXPECT_DOUBLE_EQ(core_.dma().queue_free_ns(0), 0.0);
 }
 
 TEST_F(DmaTest, OutOfRangeQueueIsRefused) {
@@ -298,70 +301,12 @@ TEST_F(DmaTest, AutomaticQueuesSpreadIndependentTransfers) {
   }
   ASSERT_EQ(Records().size(), 4u);
   for (int i = 0; i < 4; ++i) {
-    EXPECT_TRUE(IsDma(Records()[i].engine));
+    EXPECT_TRUE(IsDmaQueue(Records()[i].engine));
     EXPECT_DOUBLE_EQ(Records()[i].start_ns, 0.0) << "transfer " << i;
     for (int j = 0; j < i; ++j) {
       EXPECT_NE(Records()[i].engine, Records()[j].engine) << i << "," << j;
     }
   }
-}
-
-TEST_F(DmaTest, HbmLoadCostIsTheSlowerOfQueueAndPort) {
-  const HardwareProfile& p = core_.profile();
-  Tile tile = core_.AllocateSbuf("tile", {128, 512}, DType::kFloat32);
-  dma_copy(tile, CountingTensor({128, 512}, "src"));
-  const double bytes = 128 * 512 * 4;
-  const double want = std::max(p.dma_fixed_ns() + bytes / p.dma_queue_gbps(),
-                               p.dma_fixed_ns() + bytes / p.hbm_gbps_per_core());
-  EXPECT_DOUBLE_EQ(want, std::max(600 + bytes / 27.34375, 600 + bytes / 362.5));
-  EXPECT_EQ(Records().back().bytes, 128 * 512 * 4);
-  EXPECT_DOUBLE_EQ(Records().back().start_ns, 0.0);
-  EXPECT_DOUBLE_EQ(Records().back().end_ns, want);
-}
-
-// With the trn2 figures one queue is slower than the HBM port, so the port saturates only when
-// enough queues stream at once: the k-th of 16 simultaneous 4 MiB stores ends no earlier than k
-// transfers' worth of port time.
-TEST_F(DmaTest, SixteenQueuesSaturateTheHbmPort) {
-  const HardwareProfile& p = core_.profile();
-  constexpr int64_t kBytes = 4 << 20;
-  Tile tile = core_.AllocateSbuf("tile", {128, kBytes / 4 / 128}, DType::kFloat32);
-  tile.FromFloats(std::vector<float>(kBytes / 4, 1.0f));
-  std::vector<TensorView> outs;
-  for (int q = 0; q < 16; ++q) {
-    outs.push_back(TensorView::Create({128, kBytes / 4 / 128}, DType::kFloat32, "out"));
-    dma_copy(outs.back(), tile, OnQueue(q));
-  }
-  const double alone = p.dma_fixed_ns() + kBytes / p.dma_queue_gbps();
-  for (int k = 0; k < 16; ++k) {
-    const double port = p.dma_fixed_ns() + (k + 1) * (kBytes / p.hbm_gbps_per_core());
-    EXPECT_DOUBLE_EQ(Records()[k].start_ns, 0.0) << "transfer " << k;
-    EXPECT_NEAR(Records()[k].end_ns, std::max(alone, port), 1e-6) << "transfer " << k;
-  }
-  EXPECT_GT(Records()[15].end_ns, alone);
-}
-
-// A core whose HBM port is slower than one queue: two transfers on different queues start
-// together, and the second ends one port-time after the first.
-TEST(DmaHbmPortTest, TwoQueuesShareASlowPort) {
-  HardwareProfile profile = Trn2Profile();
-  profile.set_hbm_gbps_per_core(profile.dma_queue_gbps() / 2);
-  NeuronCore core(0, profile);
-  ScopedCurrentCore scope(core);
-  constexpr int64_t kBytes = 4 << 20;
-  Tile a = core.AllocateSbuf("a", {128, kBytes / 4 / 128}, DType::kFloat32);
-  Tile b = core.AllocateSbuf("b", {128, kBytes / 4 / 128}, DType::kFloat32);
-  TensorView src = TensorView::Create({2, 128, kBytes / 4 / 128}, DType::kFloat32, "src");
-  dma_copy(a, src.select(0, 0), OnQueue(0));
-  dma_copy(b, src.select(0, 1), OnQueue(1));
-  const std::vector<InstructionRecord>& r = core.timeline().records();
-  ASSERT_EQ(r.size(), 2u);
-  const double port = kBytes / profile.hbm_gbps_per_core();
-  const double alone = profile.dma_fixed_ns() + port;
-  EXPECT_DOUBLE_EQ(r[0].end_ns, alone);
-  EXPECT_DOUBLE_EQ(r[1].start_ns, 0.0);
-  EXPECT_DOUBLE_EQ(r[1].end_ns, alone + port);
-  EXPECT_GT(r[1].end_ns - r[1].start_ns, alone);
 }
 
 }  // namespace

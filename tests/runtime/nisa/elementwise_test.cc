@@ -542,7 +542,7 @@ TEST_F(ElementwiseTest, NonComputeEngineIsRefused) {
       InvalidArgumentMessage([&] { tensor_tensor(dst, a, a, AluOp::kAdd, Engine::kPE); });
   EXPECT_TRUE(Contains(message, "PE")) << message;
   message = InvalidArgumentMessage([&] { tensor_copy(dst, a, DmaQueue(0)); });
-  EXPECT_TRUE(Contains(message, "DMA0")) << message;
+  EXPECT_TRUE(Contains(message, "DMA queue 0")) << message;
   InvalidArgumentMessage([&] { memset(dst, 1.0f, Engine::kPE); });
   InvalidArgumentMessage([&] { select(dst, a, a, a, Engine::kCollective); });
   EXPECT_TRUE(core_.timeline().records().empty());
