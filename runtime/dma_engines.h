@@ -7,8 +7,11 @@
 //             the trigger (synchronisation, semaphore-to-start: overlaps other transfers);
 //   shares    the transfer is split over the engines by partition groups (SplitOverEngines); each
 //             engine moves its share as descriptors, in order within its queue, and its data path
-//             is shared by every transfer in flight (a share takes the first gap of the engine
-//             that fits it); the core's HBM port bounds the sum of all engines' HBM bytes;
+//             is shared by every transfer in flight: a share takes the first gap of the engine
+//             that fits it, or, where the engine is busy with other queues, moves one packet in
+//             (active queues + 1) as round-robin arbitration at packet boundaries gives it,
+//             whichever ends first; the core's HBM port bounds the sum of all engines' HBM bytes
+//             (each engine moves them at no more than its 1 / dma_engines part of the port);
 //   complete  every engine, even one with no bytes, writes a 4 B semaphore (one descriptor); the
 //             transfer is complete when the last of them lands.
 //
@@ -108,6 +111,9 @@ class DmaEngines {
     std::vector<std::array<double, 2>> busy_;
     double floor_ns_ = 0;
   };
+
+  // Queues other than `queue` with a share on `engine` ending after at_ns.
+  int ActiveQueues(size_t engine, size_t queue, double at_ns) const;
 
   const HardwareProfile& profile_;
   int engines_;

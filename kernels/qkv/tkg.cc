@@ -121,7 +121,19 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
                : params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
   std::vector<TensorView> chunks;
   int64_t slot_elements = 1;
-  for (int64_t c0 = 0; c0 < cfg.i; c0 += bank) {
+  // Where every bank's accumulator fits PSUM at once (not MX), chunks hold whole rows of the
+  // weight (all I columns of a few H subtiles): each partition's row is one contiguous run of
+  // I x 2 bytes, so the DMA engines move it in few, long descriptors (a bank-wide chunk's rows
+  // are 1 KiB runs: 16 B/ns an engine instead of 21 at I 1280; runtime/dma_engines.h).
+  const bool whole_rows = !cfg.mx() && banks <= static_cast<int64_t>(acc.size());
+  if (whole_rows) {
+    const int64_t hc = std::clamp<int64_t>(target / (mp * cfg.i * wbytes), 1, subtiles);
+    slot_elements = hc * cfg.i;
+    for (int64_t j0 = 0; j0 < subtiles; j0 += hc) {
+      chunks.push_back(w.slice(1, j0, std::min(subtiles, j0 + hc)));
+    }
+  }
+  for (int64_t c0 = 0; !whole_rows && c0 < cfg.i; c0 += bank) {
     const int64_t c1 = std::min(cfg.i, c0 + bank);
     // MX: one chunk (4 x 128 rows of H) per DMA. A chunk of a full bank is 256 KiB, about the
     // DMA target already, and a narrow last bank's chunks then spread over as many queues.
@@ -142,12 +154,24 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   stream.Start();
 
   ShardedStore store(cfg, params, result.output, s);
+  // Whole-row chunks: every chunk feeds every bank; the banks evict after the last chunk.
+  for (int64_t k = 0, j0 = 0; whole_rows && k < n_chunks; ++k) {
+    const Tile chunk = stream.Get(k);
+    for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
+      for (int64_t b = 0; b < banks; ++b) {
+        const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
+        nisa::nc_matmul(acc[static_cast<size_t>(b)].slice(1, 0, c1 - c0), x_in.select(2, j0),
+                        chunk.select(1, jj).slice(1, c0, c1), {.accumulate = j0 > 0});
+      }
+    }
+    stream.Release(k);
+  }
   int64_t k = 0;
   for (int64_t b = 0; b < banks; ++b) {
     const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
     const Tile a = acc[static_cast<size_t>(b) % acc.size()].slice(1, 0, c1 - c0);
     const Tile ws = cfg.mx() ? w_scales.Get(b) : Tile();
-    for (int64_t j0 = 0; j0 < subtiles; ++k) {
+    for (int64_t j0 = 0; !whole_rows && j0 < subtiles; ++k) {
       const Tile chunk = stream.Get(k);
       for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
         if (cfg.mx()) {
@@ -163,12 +187,22 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
     // Evictions alternate between Vector and Scalar (GpSimd cannot read PSUM) so consecutive
     // banks' evictions overlap.
     epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kScalar);
+    if (whole_rows) continue;  // the banks end together: one exchange and store after the loop
     if (l == 2) {
       nisa::sendrecv(partial.slice(1, c0, c1), peer.slice(1, c0, c1));
       nisa::tensor_tensor(full.slice(1, c0, c1), partial.slice(1, c0, c1), peer.slice(1, c0, c1),
                           AluOp::kAdd);
     }
     store.StoreUpTo(full, c1);
+  }
+  if (whole_rows) {
+    // Every DMA pays its fixed latency (about 1.3 us): one exchange and one store of all I
+    // columns, not one a bank.
+    if (l == 2) {
+      nisa::sendrecv(partial, peer);
+      nisa::tensor_tensor(full, partial, peer, AluOp::kAdd);
+    }
+    store.StoreUpTo(full, cfg.i);
   }
 }
 
