@@ -166,6 +166,7 @@ DmaTiming DmaEngines::Schedule(const DmaRequest& r) {
     }
     t.share_start_ns[i] = start;
     t.share_end_ns[i] = end;
+    t.share_busy_ns[i] = duration;
     queue_engine_end_ns_[q][i] = end;
     t.done_ns = std::max(t.done_ns, end);
   }
@@ -184,8 +185,8 @@ void RecordDmaTransfer(Timeline& clock, const HardwareProfile& p, const char* na
       std::snprintf(label, sizeof label, "queue %d, %lld descriptors", r.queue,
                     static_cast<long long>(r.split.descriptors[i]));
     }
-    clock.RecordShare(name, DmaEngine(e), t.share_start_ns[i], t.share_end_ns[i], r.split.bytes[i],
-                      label);
+    clock.RecordShare(name, DmaEngine(e), t.share_start_ns[i], t.share_end_ns[i],
+                      t.share_busy_ns[i], r.split.bytes[i], label);
   }
   clock.Record(name, DmaQueue(r.queue), t.trigger_ns, t.done_ns, bytes, 0, shapes);
 }

@@ -69,6 +69,9 @@ struct DmaTiming {
   double start_ns = 0;        // the engines may begin
   double done_ns = 0;         // the last semaphore landed
   std::array<double, kMaxDmaEngines> share_start_ns{}, share_end_ns{};
+  // The engine time each share takes (its end - start, but for a share passed round-robin
+  // through a backlog, whose interval spans the other queues' packets too).
+  std::array<double, kMaxDmaEngines> share_busy_ns{};
 };
 
 // Records a scheduled transfer on `clock`: each engine's share on that engine's row (it occupies

@@ -50,10 +50,12 @@ void Timeline::Record(const char* name, Engine e, double start_ns, double end_ns
 }
 
 void Timeline::RecordShare(const char* name, Engine engine, double start_ns, double end_ns,
-                           int64_t bytes, std::string_view shapes) {
-  Occupy(engine, start_ns, end_ns);
+                           double busy_ns, int64_t bytes, std::string_view shapes) {
+  const int i = EngineIndex(engine);
+  free_at_[i] = std::max(free_at_[i], end_ns);
+  busy_ns_[i] += busy_ns;
   last_end_ns_ = std::max(last_end_ns_, end_ns);
-  if (keep_ == Keep::kAll) KeepRecord(shares_, name, engine, start_ns, end_ns, bytes, 0, shapes);
+  if (keep_ == Keep::kAll && keep_shares_) KeepRecord(shares_, name, engine, start_ns, end_ns, bytes, 0, shapes);
 }
 
 void Timeline::KeepRecord(std::vector<InstructionRecord>& into, const char* name, Engine e,

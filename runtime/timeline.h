@@ -88,8 +88,9 @@ class Timeline {
   // One DMA engine's share of a transfer: occupies the engine over [start, end] and is kept in
   // shares() (with `shapes`, e.g. "queue 3, 8 descriptors") when every record is kept; it is not
   // an instruction and its bytes are counted with the transfer's Record on its queue row.
-  void RecordShare(const char* name, Engine engine, double start_ns, double end_ns, int64_t bytes,
-                   std::string_view shapes);
+  // busy_ns: the engine time it takes (<= end - start).
+  void RecordShare(const char* name, Engine engine, double start_ns, double end_ns, double busy_ns,
+                   int64_t bytes, std::string_view shapes);
 
   // Which Record calls are kept as records (every call adds to the totals Summarize reports):
   //   kAll: every one (a trace is written from them; the default);
@@ -100,6 +101,10 @@ class Timeline {
   enum class Keep { kAll, kCollectives, kNone };
   void set_keep(Keep keep) { keep_ = keep; }
   void set_keep_records(bool keep) { keep_ = keep ? Keep::kAll : Keep::kNone; }
+  // Whether kAll also keeps the DMA engines' shares (default: yes). A multi-rank job's trace
+  // leaves them out (16 a transfer on every rank would outgrow its control messages): it has the
+  // transfers on their queues' rows; a kernel command's or Python run's trace has the shares.
+  void set_keep_shares(bool keep) { keep_shares_ = keep; }
   // True when some records are kept (callers format `shapes` then).
   bool keeps_records() const { return keep_ != Keep::kNone; }
   // Every kept record since the start.
@@ -120,6 +125,7 @@ class Timeline {
   std::vector<InstructionRecord> records_;
   std::vector<InstructionRecord> shares_;
   Keep keep_ = Keep::kAll;
+  bool keep_shares_ = true;
   // Totals over every Record call, kept or not.
   int64_t instructions_ = 0, flops_ = 0, dma_bytes_ = 0, moved_bytes_ = 0;
   double last_end_ns_ = 0;

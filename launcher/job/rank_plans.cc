@@ -51,6 +51,7 @@ proto::RankResult RunRankPlans(const ResolvedScenario& sc, int rank,
     // Without a trace only the collectives' records are read (the report's algorithm column).
     for (int c = 0; c < lnc.lnc(); ++c) {
       lnc.core(c).timeline().set_keep(with_trace ? Timeline::Keep::kAll : Timeline::Keep::kCollectives);
+      lnc.core(c).timeline().set_keep_shares(false);
     }
     const std::unique_ptr<collectives::RankContext> ctx = make_context(plan.topology, lnc);
     PhaseRunner runner(sink, lnc, rank, plan.name, sc.spec, result);
