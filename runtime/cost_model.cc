@@ -3,46 +3,28 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/engine_costs.h"
 #include "runtime/error.h"
 
 namespace nkisim {
 
+double MatmulNs(const HardwareProfile& p, int64_t stationary_free, int64_t moving_free,
+                DType operand_dtype) {
+  const bool fp32 = operand_dtype == DType::kFloat32;
+  return PeMatmulCycles(p, stationary_free, moving_free, fp32) / p.pe_freq_ghz();
+}
+
 double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dtype) {
-  const double factor = operand_dtype == DType::kFloat32 ? p.pe_fp32_cycle_factor() : 1.0;
-  const double cycles =
-      std::max<double>(static_cast<double>(moving_free), p.pe_min_cycles()) * factor +
-      p.access_overhead_cycles();
-  return cycles / p.pe_freq_ghz();
+  return MatmulNs(p, p.pe_cols(), moving_free, operand_dtype);
 }
 
 double MxMatmulNs(const HardwareProfile& p, int64_t moving_free) {
-  const double cycles =
-      std::max<double>(static_cast<double>(moving_free), p.pe_min_cycles()) * 4.0 / p.pe_mx_speedup() +
-      p.access_overhead_cycles();
-  return cycles / p.pe_freq_ghz();
+  return PeMatmulCycles(p, p.pe_cols(), moving_free, false) * 4.0 / p.pe_mx_speedup() /
+         p.pe_freq_ghz();
 }
 
 double ComputeOpNs(const HardwareProfile& p, Engine engine, int64_t free_elements, bool narrow) {
-  double freq = 0, elems_per_cycle = 0;
-  switch (engine) {
-    case Engine::kVector:
-      freq = p.vector_freq_ghz();
-      elems_per_cycle = narrow ? p.vector_elems_per_cycle_16bit() : p.vector_elems_per_cycle_other();
-      break;
-    case Engine::kScalar:
-      freq = p.scalar_freq_ghz();
-      elems_per_cycle = p.scalar_elems_per_cycle();
-      break;
-    case Engine::kGpSimd:
-      freq = p.gpsimd_freq_ghz();
-      elems_per_cycle = p.gpsimd_elems_per_cycle();
-      break;
-    default:
-      Raise(ErrorCode::kInternal, StrCat("ComputeOpNs: ", EngineName(engine), " is not a compute engine"));
-  }
-  const double per_lane = elems_per_cycle / p.partitions();
-  const double cycles = p.access_overhead_cycles() + std::ceil(free_elements / per_lane);
-  return cycles / freq;
+  return RowNs(p, engine, cost_rows::kGeneric, free_elements, narrow, /*dependent=*/false);
 }
 
 double DmaDescriptorNs(const HardwareProfile& p) {

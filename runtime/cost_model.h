@@ -1,10 +1,12 @@
 // Cost of each kind of instruction, in simulated nanoseconds, from the hardware profile.
 // Pure functions: no state, no clock. The formulas (docs/architecture.md, "Cost model"):
-//   matmul      (max(N, pe_min_cycles) * f + access_overhead) / pe_freq, f = pe_fp32_cycle_factor
-//               for fp32 operands, else 1; an fp8 double-row matmul covers K = 256 in that time
+//   matmul      max(min(pe_min_cycles, M), N) * f / pe_freq, f = pe_fp32_cycle_factor for fp32
+//               operands, else 1 (ISA nc_matmul row); an fp8 double-row matmul covers K = 256 in
+//               that time. The PE's current-ramp throttle stretches it (runtime/pe_throttle.h).
 //   MX matmul   the bf16 matmul time * 4 / pe_mx_speedup (it contracts 4 values per partition)
-//   compute op  (access_overhead + ceil(F / (elems_per_cycle / partitions))) / engine_freq,
-//               F = free elements per partition (the partitions run in parallel)
+//   compute op  the generic row of runtime/engine_costs.h: Vector/Scalar max(MIN_II, F') and
+//               GpSimd gpsimd_start + F' cycles, F' = ceil(F / (elems_per_cycle / partitions));
+//               the nisa instructions use their own rows (docs/engine-costs.md)
 //   DMA         runtime/dma_engines.h: per engine share descriptors x DmaDescriptorNs +
 //               bytes / dma_engine_raw_gbps, one semaphore descriptor, the queue's issue stage
 //               and the transfer's fixed latency (docs/dma.md)
@@ -19,6 +21,10 @@
 
 namespace nkisim {
 
+// The stationary tile's free size M lowers the floor when < pe_min_cycles (ISA l.908).
+double MatmulNs(const HardwareProfile& p, int64_t stationary_free, int64_t moving_free,
+                DType operand_dtype);
+// A full stationary (M = pe_cols).
 double MatmulNs(const HardwareProfile& p, int64_t moving_free, DType operand_dtype);
 // REQUIRES: p.pe_mx_speedup() > 0 (the profile has an MX path).
 double MxMatmulNs(const HardwareProfile& p, int64_t moving_free);

@@ -55,6 +55,9 @@ void CheckCounts(const HardwareProfile& p, const std::string& source_name) {
       {"pe_max_moving_free", p.pe_max_moving_free(), 1, 65536},              // [512]
       {"pe_min_cycles", p.pe_min_cycles(), 0, 1000000},                      // [64]
       {"access_overhead_cycles", p.access_overhead_cycles(), 0, 1000000},    // [60]
+      {"engine_min_ii_cycles", p.engine_min_ii_cycles(), 0, 1000000},        // [64]
+      {"gpsimd_start_cycles", p.gpsimd_start_cycles(), 0, 1000000},          // [150]
+      {"engine_dependent_overhead_cycles", p.engine_dependent_overhead_cycles(), 0, 1000000},  // [200]
       {"sbuf_bytes_per_partition", p.sbuf_bytes_per_partition(), 1, 1ULL << 30},  // [224 KiB]
       {"psum_bytes_per_partition", p.psum_bytes_per_partition(), 1, 1ULL << 30},  // [16 KiB]
       {"psum_banks", p.psum_banks(), 1, 1024},                               // [8]
@@ -161,6 +164,21 @@ HardwareProfile LoadHardwareProfile(const std::string& path) {
   return ParseHardwareProfile(ReadConfigFile(path, "hardware profile"), path);
 }
 
+// Fractions of a rate or of a window: in [0, 1].
+static void CheckFractions(const HardwareProfile& p, const std::string& source_name) {
+  struct Fraction { const char* field; double value; };
+  const Fraction fractions[] = {
+      {"pe_throttle_start_fraction", p.pe_throttle_start_fraction()},
+      {"pe_throttle_min_utilization", p.pe_throttle_min_utilization()},
+  };
+  for (const Fraction& f : fractions) {
+    if (!(f.value >= 0 && f.value <= 1)) {
+      Raise(ErrorCode::kBadConfig, StrCat(source_name, ": hardware profile field '", f.field,
+                                          "' is ", f.value, "; it must be in [0, 1]"));
+    }
+  }
+}
+
 void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source_name) {
   struct Positive { const char* field; double value; };
   const Positive positives[] = {
@@ -176,6 +194,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"interinstance_gbps_per_chip", p.interinstance_gbps_per_chip()},
       {"intrachip_gbps", p.intrachip_gbps()},
       {"collective_dma_gbps_per_rank", p.collective_dma_gbps_per_rank()},
+      {"pe_throttle_window_ns", p.pe_throttle_window_ns()},
   };
   for (const Positive& f : positives) {
     if (!(f.value >= kMinFigure && f.value <= kMaxFigure)) {
@@ -195,6 +214,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"core_link_latency_ns", p.core_link_latency_ns()},
       {"pe_mx_speedup", p.pe_mx_speedup()},
       {"host_ms_per_step", p.host_ms_per_step()},
+      {"pe_throttle_ramp_ns", p.pe_throttle_ramp_ns()},
   };
   for (const NonNegative& f : non_negatives) {
     if (!(f.value >= 0 && f.value <= kMaxFigure)) {
@@ -203,6 +223,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
     }
   }
   CheckCounts(p, source_name);
+  CheckFractions(p, source_name);
   // Strings go into cache keys and reports as protobuf strings, which must be UTF-8.
   auto check_utf8 = [&](const std::string& field, const std::string& value) {
     if (ValidUtf8(value) != value) {

@@ -10,6 +10,7 @@
 #include "runtime/dma_engines.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/tile.h"
+#include "runtime/pe_throttle.h"
 #include "runtime/timeline.h"
 
 namespace nkisim {
@@ -41,6 +42,8 @@ class NeuronCore {
   // returns when they are through. The port moves hbm_gbps_per_core.
   double ReserveHbm(double earliest_ns, int64_t bytes) { return dma_.ReserveHbm(earliest_ns, bytes); }
 
+  PeThrottle& pe_throttle() { return pe_throttle_; }  // the PE current-ramp state
+
   CoreSummary Summary() const { return timeline_.Summarize(id_, profile_); }
 
  private:
@@ -54,6 +57,7 @@ class NeuronCore {
   std::shared_ptr<OnChipAllocator> sbuf_;
   std::shared_ptr<OnChipAllocator> psum_;
   DmaEngines dma_;  // after profile_, which it refers to
+  PeThrottle pe_throttle_;
 };
 
 // The core the calling thread issues instructions on. Throws Error(kInternal) when none is set.

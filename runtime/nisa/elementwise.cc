@@ -80,9 +80,35 @@ float Apply(AluOp op, float a, float b, bool reverse) {
   return reverse ? ApplyAlu(op, b, a) : ApplyAlu(op, a, b);
 }
 
-void Finish(Issue& issue, const Tile& dst, std::initializer_list<const Tile*> tiles) {
-  issue.Commit(ComputeOpNs(issue.profile(), issue.engine(), dst.free_size(), Narrow(tiles)),
-               Bytes(tiles), 0);
+// Prices the instruction by its cost-table row over dst's free elements (docs/engine-costs.md).
+void Finish(Issue& issue, const Tile& dst, std::initializer_list<const Tile*> tiles,
+            const CostRow& row) {
+  issue.CommitRow(row, dst.free_size(), Narrow(tiles), Bytes(tiles), 0);
+}
+
+bool AllBf16(std::initializer_list<const Tile*> tiles) {
+  for (const Tile* t : tiles) {
+    if (t->dtype() != DType::kBFloat16) return false;
+  }
+  return true;
+}
+
+bool InPsum(const Tile& t) { return t.memory() == MemorySpace::kPsum; }
+
+// ISA l.1803-1812: N cycles when one input is in PSUM and the other in SBUF, or both in SBUF, all
+// bf16 and op add/multiply/subtract; 2N otherwise. (Contiguity is not checked.)
+const CostRow& TensorTensorRow(const Tile& dst, const Tile& a, const Tile& b, AluOp op) {
+  namespace r = cost_rows;
+  if (InPsum(a) != InPsum(b)) return r::kTensorTensorFast;
+  const bool simple = op == AluOp::kAdd || op == AluOp::kMultiply || op == AluOp::kSubtract;
+  return !InPsum(a) && simple && AllBf16({&dst, &a, &b}) ? r::kTensorTensorFast : r::kTensorTensor;
+}
+
+// ISA l.1223-1225: N when data and operand1 are bf16, op0 subtract, op1 multiply and N even.
+const CostRow& SttRow(const Tile& data0, const Tile& data1, AluOp op0, AluOp op1) {
+  const bool fast = AllBf16({&data0, &data1}) && op0 == AluOp::kSubtract &&
+                    op1 == AluOp::kMultiply && data0.free_size() % 2 == 0;
+  return fast ? cost_rows::kSttFast : cost_rows::kStt;
 }
 
 }  // namespace
@@ -104,7 +130,7 @@ void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, AluOp op, Engi
     for (int64_t i = 0; i < n; ++i) x[i] = ApplyAlu(op, x[i], y[i]);
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst, &a, &b});
+  Finish(issue, dst, {&dst, &a, &b}, TensorTensorRow(dst, a, b, op));
 }
 
 void tensor_scalar(const Tile& dst, const Tile& data, const TensorScalarOps& ops, Engine engine) {
@@ -130,7 +156,7 @@ void tensor_scalar(const Tile& dst, const Tile& data, const TensorScalarOps& ops
     }
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst, &data});
+  Finish(issue, dst, {&dst, &data}, cost_rows::kTensorScalar);
 }
 
 void scalar_tensor_tensor(const Tile& dst, const Tile& data0, AluOp op0, const Scalar& scalar,
@@ -155,7 +181,7 @@ void scalar_tensor_tensor(const Tile& dst, const Tile& data0, AluOp op0, const S
     for (int64_t i = 0; i < n; ++i) x[i] = ApplyAlu(op1, ApplyAlu(op0, x[i], v), y[i]);
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst, &data0, &data1});
+  Finish(issue, dst, {&dst, &data0, &data1}, SttRow(data0, data1, op0, op1));
 }
 
 void activation(const Tile& dst, ActFn fn, const Tile& data, const ActivationOptions& options) {
@@ -203,7 +229,8 @@ void activation(const Tile& dst, ActFn fn, const Tile& data, const ActivationOpt
       options.reduce_res.WriteRow(p, &acc);
     }
   }
-  Finish(issue, dst, {&dst, &data});
+  Finish(issue, dst, {&dst, &data},
+         reduce ? cost_rows::kActivationReduce : cost_rows::kActivation);
 }
 
 void tensor_copy(const Tile& dst, const Tile& src, Engine engine) {
@@ -217,7 +244,7 @@ void tensor_copy(const Tile& dst, const Tile& src, Engine engine) {
     src.ReadRow(p, x);
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst, &src});
+  Finish(issue, dst, {&dst, &src}, cost_rows::kCopy);
 }
 
 void reciprocal(const Tile& dst, const Tile& data) {
@@ -232,7 +259,7 @@ void reciprocal(const Tile& dst, const Tile& data) {
     for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / x[i];
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst, &data});
+  Finish(issue, dst, {&dst, &data}, cost_rows::kReciprocal);
 }
 
 void select(const Tile& dst, const Tile& predicate, const Tile& on_true, const Tile& on_false,
@@ -256,7 +283,11 @@ void select(const Tile& dst, const Tile& predicate, const Tile& on_true, const T
     for (int64_t i = 0; i < n; ++i) c[i] = c[i] != 0.0f ? t[i] : f[i];
     dst.WriteRow(p, c);
   }
-  Finish(issue, dst, {&dst, &predicate, &on_true, &on_false});
+  // ISA l.1521-1523 (tensor_copy_predicated): N when source and predicate sit in different
+  // memories, 2N when both are in SBUF.
+  const bool mixed = InPsum(predicate) != InPsum(on_true);
+  Finish(issue, dst, {&dst, &predicate, &on_true, &on_false},
+         mixed ? cost_rows::kSelectPsum : cost_rows::kSelect);
 }
 
 void memset(const Tile& dst, float value, Engine engine) {
@@ -268,7 +299,8 @@ void memset(const Tile& dst, float value, Engine engine) {
   float* x = ScratchRow(0, n);
   for (int64_t i = 0; i < n; ++i) x[i] = value;
   for (int64_t p = 0; Functional() && p < dst.partitions(); ++p) dst.WriteRow(p, x);
-  Finish(issue, dst, {&dst});
+  const bool zero16 = value == 0.0f && (dst.dtype() == DType::kBFloat16 || dst.dtype() == DType::kFloat16);
+  Finish(issue, dst, {&dst}, zero16 ? cost_rows::kMemsetZero16 : cost_rows::kMemset);
 }
 
 void iota(const Tile& dst, int64_t base, int64_t channel_multiplier,
@@ -292,7 +324,7 @@ void iota(const Tile& dst, int64_t base, int64_t channel_multiplier,
                          [&](int64_t value) { x[i++] = static_cast<float>(value); });
     dst.WriteRow(p, x);
   }
-  Finish(issue, dst, {&dst});
+  Finish(issue, dst, {&dst}, cost_rows::kIota);
 }
 
 }  // namespace nkisim::nisa

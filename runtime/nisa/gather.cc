@@ -37,9 +37,12 @@ void gather_flattened(const Tile& dst, const Tile& data, const Tile& indices) {
     }
     dst.WriteRow(p, index);
   }
-  const bool narrow = SizeOf(dst.dtype()) <= 2 && SizeOf(data.dtype()) <= 2;
-  issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, n, narrow),
-               dst.numel() * SizeOf(dst.dtype()) + indices.numel() * SizeOf(indices.dtype()), 0);
+  // local_gather's row (ISA l.630-634): n valid indices of one element each.
+  const HardwareProfile& prof = issue.profile();
+  const double ns = (GatherCycles(prof, n, 1, SizeOf(data.dtype())) +
+                     (issue.WaitsOnOperand() ? prof.engine_dependent_overhead_cycles() : 0.0)) /
+                    prof.gpsimd_freq_ghz();
+  issue.Commit(ns, dst.numel() * SizeOf(dst.dtype()) + indices.numel() * SizeOf(indices.dtype()), 0);
 }
 
 }  // namespace nkisim::nisa

@@ -116,6 +116,26 @@ double Issue::FinishTransfer(DmaRequest request, int64_t bytes) {
   return t.done_ns;
 }
 
+bool Issue::WaitsOnOperand() const {
+  const double free_at = core_->timeline().free_at(engine_);
+  for (int i = 0; i < n_tile_reads_; ++i) {
+    const double ready = tile_reads_[i]->ready_at;
+    if (ready > 0 && ready >= free_at) return true;
+  }
+  return false;
+}
+
+double Issue::CommitRow(const CostRow& row, int64_t n, bool narrow, int64_t bytes, int64_t flops) {
+  return Commit(RowNs(profile(), engine_, row, n, narrow, WaitsOnOperand()), bytes, flops);
+}
+
+double Issue::CommitOnPe(double full_rate_ns, int64_t bytes, int64_t flops) {
+  const double start = Start();
+  const double end = start + core_->pe_throttle().Run(profile(), start, full_rate_ns);
+  Finish(start, end, bytes, flops);
+  return end;
+}
+
 float* ScratchRow(int slot, int64_t n) {
   thread_local std::vector<float> rows[6];
   std::vector<float>& row = rows[slot];

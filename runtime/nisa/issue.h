@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/dma_engines.h"
+#include "runtime/engine_costs.h"
 #include "runtime/neuron_core.h"
 #include "runtime/tensor_view.h"
 #include "runtime/tile.h"
@@ -41,6 +42,15 @@ class Issue {
   // queue's row and each engine's share on that engine's row, and makes its written operands
   // ready at its completion. Returns the completion time.
   double FinishTransfer(DmaRequest request, int64_t bytes);
+  // True when a read tile becomes ready no earlier than the engine is free: the instruction waits
+  // on its producer (or directly follows it) and pays engine_dependent_overhead_cycles.
+  bool WaitsOnOperand() const;
+  // A Vector/Scalar/GpSimd instruction priced by its cost-table row (runtime/engine_costs.h),
+  // with the dependent overhead when WaitsOnOperand(); returns the end time.
+  double CommitRow(const CostRow& row, int64_t n, bool narrow, int64_t bytes, int64_t flops);
+  // A PE instruction of full_rate_ns at the PE's full rate, stretched by the current-ramp limit
+  // (runtime/pe_throttle.h); returns the end time.
+  double CommitOnPe(double full_rate_ns, int64_t bytes, int64_t flops);
 
  private:
   void AddShape(const char* operand, const Shape& shape, DType dtype);

@@ -83,7 +83,7 @@ void nc_matmul(const Tile& dst, const Tile& stationary, const Tile& moving,
 
   const int64_t bytes = stationary.numel() * SizeOf(stationary.dtype()) +
                         moving.numel() * SizeOf(moving.dtype()) + dst.numel() * 4;
-  issue.Commit(MatmulNs(prof, n, moving.dtype()), bytes, 2 * k * m * n);
+  issue.CommitOnPe(MatmulNs(prof, m, n, moving.dtype()), bytes, 2 * k * m * n);
 }
 
 void nc_transpose(const Tile& dst, const Tile& src, Engine engine) {
@@ -122,9 +122,14 @@ void nc_transpose(const Tile& dst, const Tile& src, Engine engine) {
   }
 
   const bool narrow = SizeOf(src.dtype()) <= 2 && SizeOf(dst.dtype()) <= 2;
-  const double ns = engine == Engine::kPE ? MatmulNs(prof, p, src.dtype())
-                                          : ComputeOpNs(prof, Engine::kVector, p, narrow);
-  issue.Commit(ns, src.numel() * SizeOf(src.dtype()) + dst.numel() * SizeOf(dst.dtype()), 0);
+  const int64_t bytes = src.numel() * SizeOf(src.dtype()) + dst.numel() * SizeOf(dst.dtype());
+  if (engine == Engine::kPE) {
+    // ISA l.1054: max(P, min(64, F)) PE cycles = a matmul with M = F stationary, N = P moving
+    // (fp32 keeps the fp32 factor: the ISA row is silent on dtypes).
+    issue.CommitOnPe(MatmulNs(prof, f, p, src.dtype()), bytes, 0);
+  } else {
+    issue.CommitRow(cost_rows::kTranspose, p, narrow, bytes, 0);  // ISA l.1052: max(MIN_II, N)
+  }
 }
 
 }  // namespace nkisim::nisa

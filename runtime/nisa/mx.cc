@@ -124,7 +124,8 @@ void quantize_mx(const Tile& dst, const Tile& src, const Tile& dst_scale) {
   }
   const int64_t bytes = src.numel() * static_cast<int64_t>(SizeOf(src.dtype())) +
                         dst.numel() * 4 + dst_scale.numel();
-  issue.Commit(ComputeOpNs(prof, Engine::kVector, f, /*narrow=*/true), bytes, 0);
+  // No row in the ISA table (quantize_mx is newer): a Vector copy of the source (inferred).
+  issue.CommitRow(cost_rows::kCopy, f, /*narrow=*/true, bytes, 0);
 }
 
 void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
@@ -178,7 +179,7 @@ void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
   }
   const int64_t bytes = (stationary.numel() + moving.numel()) * 4 + stationary_scale.numel() +
                         moving_scale.numel() + dst.numel() * 4;
-  issue.Commit(MxMatmulNs(prof, n), bytes, 2 * k * m * n);
+  issue.CommitOnPe(MxMatmulNs(prof, n), bytes, 2 * k * m * n);
 }
 
 }  // namespace nkisim::nisa

@@ -69,7 +69,7 @@ void random_seed(uint32_t seed) {
     std::lock_guard<std::mutex> lock(all.mutex);
     all.by_core[&issue.core()] = Stream{seed, 0};
   }
-  issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, 1, false), 0, 0);
+  issue.CommitRow(cost_rows::kGeneric, 1, false, 0, 0);  // GpSimd: start-up + 1 (no ISA row)
 }
 
 void random(const Tile& dst) {
@@ -85,8 +85,8 @@ void random(const Tile& dst) {
     for (int64_t i = 0; i < n; ++i) row[i] = rng.Uniform(first.position + p * n + i);
     dst.WriteRow(p, row);
   }
-  issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, n, SizeOf(dst.dtype()) <= 2),
-               Bytes(dst), 0);
+  // No ISA row for random: GpSimd start-up + N, as iota (inferred).
+  issue.CommitRow(cost_rows::kIota, n, SizeOf(dst.dtype()) <= 2, Bytes(dst), 0);
 }
 
 void dropout(const Tile& dst, const Tile& data, const Scalar& prob) {
@@ -114,8 +114,7 @@ void dropout(const Tile& dst, const Tile& data, const Scalar& prob) {
     }
     dst.WriteRow(p, x);
   }
-  issue.Commit(ComputeOpNs(issue.profile(), Engine::kVector, n, Narrow(dst, data)),
-               Bytes(dst) + Bytes(data), 0);
+  issue.CommitRow(cost_rows::kDropout, n, Narrow(dst, data), Bytes(dst) + Bytes(data), 0);
 }
 
 }  // namespace nkisim::nisa

@@ -12,10 +12,16 @@ namespace {
 
 int64_t TileBytes(const Tile& t) { return t.numel() * static_cast<int64_t>(SizeOf(t.dtype())); }
 
-void CommitVector(Issue& issue, const Tile& dst, const Tile& data) {
+void CommitVector(Issue& issue, const Tile& dst, const Tile& data, const CostRow& row) {
   const bool narrow = SizeOf(dst.dtype()) <= 2 && SizeOf(data.dtype()) <= 2;
-  issue.Commit(ComputeOpNs(issue.profile(), issue.engine(), data.free_size(), narrow),
-               TileBytes(dst) + TileBytes(data), 0);
+  issue.CommitRow(row, data.free_size(), narrow, TileBytes(dst) + TileBytes(data), 0);
+}
+
+// ISA l.1605-1607: N/2 when input and output are bf16 and the op is add or max; N otherwise.
+const CostRow& ReduceRow(const Tile& dst, const Tile& data, AluOp op) {
+  const bool fast = dst.dtype() == DType::kBFloat16 && data.dtype() == DType::kBFloat16 &&
+                    (op == AluOp::kAdd || op == AluOp::kMax);
+  return fast ? cost_rows::kReduceFast : cost_rows::kReduce;
 }
 
 }  // namespace
@@ -79,7 +85,7 @@ void tensor_reduce(const Tile& dst, AluOp op, const Tile& data, const std::vecto
     }
     dst.WriteRow(p, out);
   }
-  CommitVector(issue, dst, data);
+  CommitVector(issue, dst, data, ReduceRow(dst, data, op));
 }
 
 void bn_stats(const Tile& dst, const Tile& data) {
@@ -110,7 +116,7 @@ void bn_stats(const Tile& dst, const Tile& data) {
     }
     dst.WriteRow(p, stats);
   }
-  CommitVector(issue, dst, data);
+  CommitVector(issue, dst, data, cost_rows::kBnStats);
 }
 
 void bn_aggr(const Tile& dst, const Tile& data) {
@@ -141,7 +147,7 @@ void bn_aggr(const Tile& dst, const Tile& data) {
     const float out[2] = {static_cast<float>(mean), static_cast<float>(var / n)};
     dst.WriteRow(p, out);
   }
-  CommitVector(issue, dst, data);
+  CommitVector(issue, dst, data, cost_rows::kBnAggr);
 }
 
 }  // namespace nkisim::nisa

@@ -7,27 +7,32 @@
 namespace nkisim {
 namespace {
 
-// Hand-computed from the trn2 figures: PE 2.4 GHz, 60 cycles access overhead.
-TEST(CostModelTest, Bf16MatmulIsMaxN64CyclesPlusOverhead) {
+// Hand-computed from the trn2 figures: PE 2.4 GHz; the ISA's nc_matmul row
+// max(min(64, M), N) x (4 for fp32) (docs/engine-costs.md), no access overhead.
+TEST(CostModelTest, Bf16MatmulIsMaxMin64MNCycles) {
   const HardwareProfile& p = Trn2Profile();
-  // 128x128x512: max(512, 64) = 512 cycles = 213.33 ns, plus 60 cycles = 25 ns.
-  EXPECT_NEAR(MatmulNs(p, 512, DType::kBFloat16), 512 / 2.4 + 25.0, 1e-9);
+  // 128x128x512: max(min(64, 128), 512) = 512 cycles = 213.33 ns.
+  EXPECT_NEAR(MatmulNs(p, 512, DType::kBFloat16), 512 / 2.4, 1e-9);
   EXPECT_NEAR(512 / 2.4, 213.33, 0.01);
-  // Small N is floored at 64 cycles.
-  EXPECT_NEAR(MatmulNs(p, 16, DType::kBFloat16), (64 + 60) / 2.4, 1e-9);
+  // Small N is floored at 64 cycles; a 16-column stationary lowers the floor to 16.
+  EXPECT_NEAR(MatmulNs(p, 16, DType::kBFloat16), 64 / 2.4, 1e-9);
+  EXPECT_NEAR(MatmulNs(p, 16, 8, DType::kBFloat16), 16 / 2.4, 1e-9);
   // fp32 operands run 4x slower; fp8 at the bf16 rate.
-  EXPECT_NEAR(MatmulNs(p, 512, DType::kFloat32), (4 * 512 + 60) / 2.4, 1e-9);
+  EXPECT_NEAR(MatmulNs(p, 512, DType::kFloat32), 4 * 512 / 2.4, 1e-9);
   EXPECT_NEAR(MatmulNs(p, 512, DType::kFp8E4M3), MatmulNs(p, 512, DType::kBFloat16), 1e-9);
 }
 
 TEST(CostModelTest, ComputeEnginesUseTheirOwnClockAndLaneRate) {
   const HardwareProfile& p = Trn2Profile();
+  // The generic row max(MIN_II = 64, N'), N' = ceil(N / per-lane rate); GpSimd 150 + N'.
   // Vector: 512 bf16 elems/cycle over 128 lanes = 4 per lane; 0.96 GHz.
-  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 512, true), (60 + 128) / 0.96, 1e-9);
-  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 512, false), (60 + 256) / 0.96, 1e-9);
-  // Scalar: 128 elems/cycle = 1 per lane at 1.2 GHz; partial cycles round up.
-  EXPECT_NEAR(ComputeOpNs(p, Engine::kScalar, 512, true), (60 + 512) / 1.2, 1e-9);
-  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 5, true), (60 + 2) / 0.96, 1e-9);
+  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 512, true), 128 / 0.96, 1e-9);
+  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 512, false), 256 / 0.96, 1e-9);
+  // Scalar: 128 elems/cycle = 1 per lane at 1.2 GHz.
+  EXPECT_NEAR(ComputeOpNs(p, Engine::kScalar, 512, true), 512 / 1.2, 1e-9);
+  // Below MIN_II: ceil(5 / 4) = 2 -> 64 cycles.
+  EXPECT_NEAR(ComputeOpNs(p, Engine::kVector, 5, true), 64 / 0.96, 1e-9);
+  EXPECT_NEAR(ComputeOpNs(p, Engine::kGpSimd, 5, true), (150 + 5) / 1.2, 1e-9);
   EXPECT_THROW(ComputeOpNs(p, Engine::kPE, 5, true), std::exception);
 }
 

@@ -20,9 +20,10 @@ using ::nkisim::nl::testing::NlTest;
 using ::nkisim::testing::Contains;
 using ::nkisim::testing::InvalidArgumentMessage;
 
-// (access overhead + ceil(F / (elems_per_cycle / partitions))) cycles of an engine.
+// A GpSimd instruction (docs/engine-costs.md): GPSIMD_START (gpsimd_start_cycles, 150) +
+// ceil(F / (elems_per_cycle / partitions)) cycles.
 double ComputeNsByHand(const HardwareProfile& p, double freq, double elems_per_cycle, int64_t f) {
-  return (p.access_overhead_cycles() + std::ceil(f / (elems_per_cycle / p.partitions()))) / freq;
+  return (p.gpsimd_start_cycles() + std::ceil(f / (elems_per_cycle / p.partitions()))) / freq;
 }
 
 double Duration(const InstructionRecord& r) { return r.end_ns - r.start_ns; }
@@ -125,8 +126,9 @@ TEST_F(NlTest, GatherFlattenedRunsOnGpSimdOverTheIndexCount) {
   gather_flattened(dst, data, indices);
   const InstructionRecord& r = core_.timeline().records().back();
   EXPECT_EQ(r.engine, Engine::kGpSimd);
-  EXPECT_NEAR(Duration(r), ComputeNsByHand(p, p.gpsimd_freq_ghz(), p.gpsimd_elems_per_cycle(), 10),
-              1e-9);
+  // local_gather's row: 150 + 10 indices / C, C = ((28 + 4) / 4) / min(4 / 2 bytes, 1) = 8:
+  // 150 + ceil(1.25) = 152 GpSimd cycles.
+  EXPECT_NEAR(Duration(r), 152 / p.gpsimd_freq_ghz(), 1e-9);
   for (int q = 0; q < 4; ++q) {
     for (int j = 0; j < 10; ++j) EXPECT_EQ(dst.get(q, {j}), q * 50 + idx[q * 10 + j]);
   }

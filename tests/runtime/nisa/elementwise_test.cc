@@ -555,18 +555,21 @@ TEST_F(ElementwiseTest, VectorCostFollowsTheProfile) {
   Tile dst16 = core_.AllocateSbuf("dst16", {128, 512}, DType::kBFloat16);
   tensor_tensor(dst16, a16, b16, AluOp::kAdd);
   const double per_lane_16 = p.vector_elems_per_cycle_16bit() / static_cast<double>(p.partitions());
-  const double want_16 = (p.access_overhead_cycles() + 512 / per_lane_16) / p.vector_freq_ghz();
-  EXPECT_DOUBLE_EQ(want_16, (60 + 512 / 4) / 0.96);
+  // tensor_tensor, all bf16 in SBUF, add: the ISA's max(MIN_II, N) row over N / 4 per lane.
+  const double want_16 = std::max<double>(p.engine_min_ii_cycles(), 512 / per_lane_16) /
+                         p.vector_freq_ghz();
+  EXPECT_DOUBLE_EQ(want_16, (512 / 4) / 0.96);
   EXPECT_DOUBLE_EQ(LastRecord().start_ns, 0.0);
   EXPECT_DOUBLE_EQ(LastRecord().end_ns - LastRecord().start_ns, want_16);
   EXPECT_EQ(LastRecord().bytes, 3 * 128 * 512 * 2);
 
-  // One fp32 operand makes the op wide: half the elements per cycle.
+  // One fp32 operand makes the op wide: half the elements per cycle, and the 2N row.
   Tile dst32 = core_.AllocateSbuf("dst32", {128, 512}, DType::kFloat32);
   const double start = LastRecord().end_ns;
   tensor_tensor(dst32, a16, b16, AluOp::kAdd);
   const double per_lane_32 = p.vector_elems_per_cycle_other() / static_cast<double>(p.partitions());
-  const double want_32 = (p.access_overhead_cycles() + 512 / per_lane_32) / p.vector_freq_ghz();
+  const double want_32 = 2 * 512 / per_lane_32 / p.vector_freq_ghz();
+  EXPECT_DOUBLE_EQ(want_32, 512 / 0.96);
   EXPECT_DOUBLE_EQ(LastRecord().start_ns, start);
   EXPECT_DOUBLE_EQ(LastRecord().end_ns - LastRecord().start_ns, want_32);
 }
@@ -577,8 +580,10 @@ TEST_F(ElementwiseTest, ScalarEngineCostFollowsTheProfile) {
   Tile dst = core_.AllocateSbuf("dst", {64, 300}, DType::kFloat32);
   activation(dst, ActFn::kExp, data);
   const double per_lane = p.scalar_elems_per_cycle() / static_cast<double>(p.partitions());
+  // activation: max(MIN_II, N) = 300 Scalar cycles at 1.2 GHz.
   const double want =
-      (p.access_overhead_cycles() + std::ceil(300 / per_lane)) / p.scalar_freq_ghz();
+      std::max<double>(p.engine_min_ii_cycles(), std::ceil(300 / per_lane)) / p.scalar_freq_ghz();
+  EXPECT_DOUBLE_EQ(want, 250.0);
   EXPECT_DOUBLE_EQ(LastRecord().end_ns - LastRecord().start_ns, want);
 }
 
