@@ -120,7 +120,7 @@ bool Issue::WaitsOnOperand() const {
   const double free_at = core_->timeline().free_at(engine_);
   for (int i = 0; i < n_tile_reads_; ++i) {
     const double ready = tile_reads_[i]->ready_at;
-    if (ready > 0 && ready >= free_at) return true;
+    if (ready > 0 && ready == free_at) return true;  // written by this engine's last instruction
   }
   return false;
 }

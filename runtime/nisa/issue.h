@@ -42,8 +42,10 @@ class Issue {
   // queue's row and each engine's share on that engine's row, and makes its written operands
   // ready at its completion. Returns the completion time.
   double FinishTransfer(DmaRequest request, int64_t bytes);
-  // True when a read tile becomes ready no earlier than the engine is free: the instruction waits
-  // on its producer (or directly follows it) and pays engine_dependent_overhead_cycles.
+  // True when a read tile became ready exactly when this engine became free: it is the output of
+  // the engine's previous instruction, which this one directly follows, so it pays
+  // engine_dependent_overhead_cycles (the perf guide's back-to-back dependent case). A wait on
+  // another engine's or a DMA's output does not (that producer's completion is already priced).
   bool WaitsOnOperand() const;
   // A Vector/Scalar/GpSimd instruction priced by its cost-table row (runtime/engine_costs.h),
   // with the dependent overhead when WaitsOnOperand(); returns the end time.
