@@ -1,7 +1,8 @@
 // Element-wise instructions of the Vector, Scalar (ACT) and GpSimd engines. Every operand is a
 // tile view with the destination's shape (use Tile::broadcast for a size-1 free dim) and the same
-// partition count; values are computed in fp32 and rounded into dst's dtype. Cost: ComputeOpNs
-// over dst's free size on the chosen engine.
+// partition count; values are computed in fp32 and rounded into dst's dtype. Cost: each
+// instruction's row of the ISA cost table over dst's free size on the chosen engine
+// (runtime/engine_costs.h, docs/engine-costs.md).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // gather_flattened: the GpSimd engine's per-partition gather. Each partition p of dst takes, for
 // every index in the same partition of `indices`, the element of data's partition p at that
 // position of its flattened free dims (NKI's nl.gather_flattened: 128 gathers in parallel).
-// Cost: ComputeOpNs on GpSimd over dst's free size.
+// Cost: local_gather's row (GatherCycles) on GpSimd over dst's free size.
 #pragma once
 
 #include "runtime/tile.h"

@@ -18,7 +18,7 @@ namespace nkisim::nisa {
 // Rules: all three in SBUF, starting on a 32-partition quadrant, with the same partition count P,
 // a multiple of 32; src bf16 or fp16 with F (its free size, row-major) a multiple of 4; dst
 // fp8_e4m3fn_x4 or fp8_e5m2_x4 and dst_scale uint8, each with one contiguous free dim of F / 4.
-// Cost: a Vector op over F elements per partition (ComputeOpNs, 16-bit rate).
+// Cost: a Vector copy's row over F elements per partition (16-bit rate).
 void quantize_mx(const Tile& dst, const Tile& src, const Tile& dst_scale);
 
 struct MatmulMxOptions {
@@ -36,7 +36,8 @@ struct MatmulMxOptions {
 // partitions (a multiple of 32, starting on a quadrant); M <= pe_cols, N <= pe_max_moving_free;
 // the scale tiles uint8 in SBUF with the data's partitions and free size; dst an fp32 PSUM
 // [M, N] contiguous view inside one bank.
-// Cost: MxMatmulNs(N): the bf16 matmul time x 4 / pe_mx_speedup, for a contraction of 4 P.
+// Cost: MxMatmulNs(N): the bf16 matmul time x 4 / pe_mx_speedup, for a contraction of 4 P,
+// then the PE throttle.
 void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
                   const Tile& stationary_scale, const Tile& moving_scale,
                   const MatmulMxOptions& options = {});
