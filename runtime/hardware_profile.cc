@@ -153,9 +153,36 @@ const HardwareProfile& Trn2Profile() {
   return kTrn2;
 }
 
+namespace {
+
+// Fields of earlier profiles that the DMA engine model replaced: a profile that sets one is
+// refused with what replaced it (the text parser alone would say only "no field named").
+struct RemovedField {
+  const char* name;
+  const char* replaced_by;
+};
+constexpr RemovedField kRemovedFields[] = {
+    {"dma_queue_gbps", "dma_engines x dma_engine_gbps (docs/dma.md)"},
+    {"dma_fixed_ns", "dma_issue_ns and dma_latency_ns (docs/dma.md)"},
+    {"core_link_gbps", "the DMA engines: an LNC sendrecv is a DMA on the sender's engines"},
+};
+
+}  // namespace
+
 HardwareProfile ParseHardwareProfile(const std::string& text, const std::string& source_name) {
   HardwareProfile profile = Trn2Profile();
-  ParseConfigText(text, source_name, &profile);
+  try {
+    ParseConfigText(text, source_name, &profile);
+  } catch (const Error& e) {
+    for (const RemovedField& f : kRemovedFields) {
+      if (std::string(e.what()).find(StrCat("no field named \"", f.name, "\"")) != std::string::npos) {
+        Raise(ErrorCode::kBadConfig, StrCat(source_name, ": field '", f.name,
+                                            "' was removed with the one-queue DMA model; use ",
+                                            f.replaced_by));
+      }
+    }
+    throw;
+  }
   ValidateHardwareProfile(profile, source_name);
   return profile;
 }

@@ -266,9 +266,9 @@ void AddReductions(TableBuilder& t) {
                {Op::kMultiply}},
               "x / sqrt(mean(x^2) + eps) * w, computed in fp32 by default (compute_dtype)");
   t.Custom(Op::kAllReduce, "all_reduce", Family::kContext, "nki_ctx.loopreduce (program axes)",
-           {{"sendrecv", Engine::kLink, ""}, {"tensor_tensor", Engine::kVector, "op"}},
-           "LNC = 2: exchange with the peer program over the core link, then combine; LNC = 1 "
-           "returns x");
+           {{"sendrecv", Engine::kDma0, ""}, {"tensor_tensor", Engine::kVector, "op"}},
+           "LNC = 2: exchange with the peer program (a DMA on the sender's engines), then "
+           "combine; LNC = 1 returns x");
   t.Custom(Op::kLoopReduce, "loop_reduce", Family::kContext, "nki_ctx.loopreduce (loop indices)",
            {{"tensor_copy", Engine::kVector, ""}, {"tensor_tensor", Engine::kVector, "op"}},
            "the first iteration copies x into the carried accumulator, later ones combine in "

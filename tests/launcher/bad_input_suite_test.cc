@@ -558,7 +558,8 @@ std::vector<Case> Cases() {
   profile("freq_nan", "pe_freq_ghz: nan", "field 'pe_freq_ghz' is nan");
   profile("freq_huge", "vector_freq_ghz: 1e300", "field 'vector_freq_ghz' is 1e+300");
   profile("hbm_inf", "hbm_gbps_per_core: inf", "field 'hbm_gbps_per_core' is inf");
-  profile("dma_queue_gbps_zero", "dma_queue_gbps: 0", "field 'dma_queue_gbps' is 0");
+  profile("dma_engine_gbps_zero", "dma_engine_gbps: 0", "field 'dma_engine_gbps' is 0");
+  profile("dma_queue_gbps_removed", "dma_queue_gbps: 27", "field 'dma_queue_gbps' was removed with the one-queue DMA model; use dma_engines x dma_engine_gbps");
   profile("mx_speedup_negative", "pe_mx_speedup: -1", "field 'pe_mx_speedup' is -1; it must be in [0, 1e12]");
   profile("mx_speedup_nan", "pe_mx_speedup: nan", "field 'pe_mx_speedup' is nan");
   profile("name_not_utf8", "name: \"tr\xff\xfe\"", "p.textproto: name: 'tr?\?' is not valid UTF-8");

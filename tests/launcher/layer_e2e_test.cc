@@ -77,9 +77,9 @@ TEST(LayerE2eTest, DecodeLayerRunsTheMlpAndBothAllReducesInTheGraph) {
 
 // Three layers: layers 2 and 3 have their own phases, pass, and take exactly the same simulated
 // time phase by phase (the same shapes on the same clocks). Layer 1 matches them in every phase
-// but its QKV: from layer 2 on, the QKV's weight loads start on DMA queues left idle while the
-// previous layer's residual runs, so the phase is shorter. The step is the layers' sum; the
-// output differs from one layer's.
+// but its QKV, which may be longer: from layer 2 on, the QKV's first weight loads can issue on
+// queues the previous layer's residual leaves free, never later than in layer 1. The step is
+// the layers' sum; the output differs from one layer's.
 TEST(LayerE2eTest, LayersChainAndIdenticalLayersTakeIdenticalTimes) {
   const Job one = RunJob("one_layer", std::string(kLayer) + "plans { tp: 8 }\n");
   const Job three = RunJob("three_layers", std::string(kLayer) + "layers: 3\nplans { tp: 8 }\n");
@@ -95,7 +95,7 @@ TEST(LayerE2eTest, LayersChainAndIdenticalLayersTakeIdenticalTimes) {
                  t3 = SimNs(*phases.at(n + ".L3"));
     EXPECT_NEAR(t2, t3, 1e-9 * t2) << name;
     if (n == "qkv") {
-      EXPECT_LT(t2, t1) << name;
+      EXPECT_LE(t2, t1 + 1e-9 * t2) << name;
     } else {
       EXPECT_NEAR(t1, t2, 1e-9 * t2) << name;
     }
