@@ -24,10 +24,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The largest share, as a fraction of its wait behind other queues' shares, that round-robin
-// arbitration lets through ahead of them (DmaEngines::Schedule).
-constexpr double kRoundRobinShareOfWait = 0.1;
-
 // Descriptors for `rows` rows of one engine.
 int64_t Descriptors(int64_t rows, int64_t unit_bytes, int64_t run_bytes, bool runs_cross_rows,
                     int64_t max_bytes) {
@@ -143,27 +139,15 @@ DmaTiming DmaEngines::Schedule(const DmaRequest& r) {
     const double duration =
         std::max(DmaShareNs(p, bytes, r.split.descriptors[i], r.efficiency), port_ns) + semaphore;
     const double earliest = std::max(t.start_ns, queue_engine_end_ns_[q][i]);
-    double start = engine_[i].FindSlot(earliest, duration);
-    double end = start + duration;
-    if (start > earliest) {
-      // The engine is busy with other queues' shares: it switches queues round-robin at packet
-      // boundaries, so a share small against that backlog moves 1 packet in (active queues + 1)
-      // from `earliest` on and is done before its turn in arrival order would even come (the
-      // others' shares, already placed, are not moved back: the engine's calendar takes this
-      // share's time in its first gap, for the transfers after: so only a share under a tenth of
-      // the wait takes this, which bounds what the others lose to it). Shares of similar size to
-      // the backlog end about when arrival order ends them, and keep it.
-      const double round_robin = earliest + duration * (ActiveQueues(i, q, earliest) + 1);
-      if (round_robin <= start && duration <= kRoundRobinShareOfWait * (start - earliest)) {
-        engine_[i].Insert(start, start + duration);
-        start = earliest;
-        end = round_robin;
-      } else {
-        engine_[i].Insert(start, end);
-      }
-    } else {
-      engine_[i].Insert(start, end);
-    }
+    // Each engine serves its shares in the order they are placed, backfilling gaps (a transfer
+    // waiting for its operand does not hold the engine from later ready ones). The queues'
+    // round-robin at packet boundaries is not modelled share by share: a small share behind a
+    // large one of another queue waits for it. That keeps the engine's work conserved (its busy
+    // time never exceeds the time it had), which a small share passing a placed backlog would
+    // not: the backlog's transfers are already timed and cannot be moved back.
+    const double start = engine_[i].FindSlot(earliest, duration);
+    const double end = start + duration;
+    engine_[i].Insert(start, end);
     t.share_start_ns[i] = start;
     t.share_end_ns[i] = end;
     t.share_busy_ns[i] = duration;
@@ -189,14 +173,6 @@ void RecordDmaTransfer(Timeline& clock, const HardwareProfile& p, const char* na
                       t.share_busy_ns[i], r.split.bytes[i], label);
   }
   clock.Record(name, DmaQueue(r.queue), t.trigger_ns, t.done_ns, bytes, 0, shapes);
-}
-
-int DmaEngines::ActiveQueues(size_t engine, size_t queue, double at_ns) const {
-  int active = 0;
-  for (size_t other = 0; other < queue_engine_end_ns_.size(); ++other) {
-    active += other != queue && queue_engine_end_ns_[other][engine] > at_ns;
-  }
-  return active;
 }
 
 double DmaEngines::ReserveAllEngines(double earliest_ns, int64_t bytes,

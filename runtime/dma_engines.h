@@ -8,9 +8,8 @@
 //   shares    the transfer is split over the engines by partition groups (SplitOverEngines); each
 //             engine moves its share as descriptors, in order within its queue, and its data path
 //             is shared by every transfer in flight: a share takes the first gap of the engine
-//             that fits it, or, where the engine is busy with other queues, moves one packet in
-//             (active queues + 1) as round-robin arbitration at packet boundaries gives it,
-//             whichever ends first; the core's HBM port bounds the sum of all engines' HBM bytes
+//             that fits it (work-conserving; the queues' round-robin at packet boundaries is
+//             not modelled share by share); the core's HBM port bounds the sum of all engines' HBM bytes
 //             (each engine moves them at no more than its 1 / dma_engines part of the port);
 //   complete  every engine, even one with no bytes, writes a 4 B semaphore (one descriptor); the
 //             transfer is complete when the last of them lands.
@@ -69,8 +68,7 @@ struct DmaTiming {
   double start_ns = 0;        // the engines may begin
   double done_ns = 0;         // the last semaphore landed
   std::array<double, kMaxDmaEngines> share_start_ns{}, share_end_ns{};
-  // The engine time each share takes (its end - start, but for a share passed round-robin
-  // through a backlog, whose interval spans the other queues' packets too).
+  // The engine time each share takes (its end - start).
   std::array<double, kMaxDmaEngines> share_busy_ns{};
 };
 
@@ -115,8 +113,6 @@ class DmaEngines {
     double floor_ns_ = 0;
   };
 
-  // Queues other than `queue` with a share on `engine` ending after at_ns.
-  int ActiveQueues(size_t engine, size_t queue, double at_ns) const;
 
   const HardwareProfile& profile_;
   int engines_;

@@ -3,6 +3,8 @@
 # `nkisim predict` of the same model, plan and request, with the error of each figure. The rows
 # are the test, not the training set: nothing here feeds a profile figure.
 # Usage: scripts/validate-published.sh [path/to/nkisim]   (default build/launcher/nkisim)
+#        scripts/validate-published.sh --rows   (prints the rows, one a line, for
+#        scripts/validation-breakdown.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NKISIM=${1:-build/launcher/nkisim}
@@ -19,6 +21,11 @@ ROWS=(
   "Llama-3-70B trn1 TP32 LNC1 B1 128/1024 (Transformers NeuronX)|Llama-3.3-70B|--profile configs/hardware/trn1.textproto --tp 32 --lnc 1 --batch 1 --input-tokens 128 --output-tokens 1024|53.2|24.48|aws-neuron-sdk about-neuron/benchmarks/trn1/latency_data_decoder.csv (P50, Neuron 2.18.1, bf16 weights)"
   "Llama-3-70B trn1 TP32 LNC1 B1 2048/2048 (Transformers NeuronX)|Llama-3.3-70B|--profile configs/hardware/trn1.textproto --tp 32 --lnc 1 --batch 1 --input-tokens 2048 --output-tokens 2048|547|26.2|aws-neuron-sdk about-neuron/benchmarks/trn1/latency_data_decoder.csv (P50, Neuron 2.18.1, bf16 weights)"
 )
+
+if [[ "${1:-}" == "--rows" ]]; then
+  printf '%s\n' "${ROWS[@]}"
+  exit 0
+fi
 
 echo "| row | TTFT published (ms) | TTFT predicted (ms) | error | TPOT published (ms) | TPOT predicted (ms) | error | source |"
 echo "|---|---|---|---|---|---|---|---|"

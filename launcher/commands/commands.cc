@@ -7,6 +7,7 @@
 #include "launcher/commands/demo.h"
 #include "launcher/commands/dma_curve.h"
 #include "launcher/commands/example.h"
+#include "launcher/commands/example_matmul.h"
 #include "launcher/commands/kernel_attention.h"
 #include "launcher/commands/kernel_mlp.h"
 #include "launcher/commands/kernel_moe.h"
@@ -34,6 +35,9 @@ constexpr Command kCommands[] = {
      "Run an example kernel written in the nl language: cost summary, check, trace"},
     {"softmax", "example", AddSoftmaxExampleCommand,
      "Row softmax y = softmax(x) over each row of x[rows, cols], in nl"},
+    {"matmul", "example", AddMatmulExampleCommand,
+     "One matmul written the naive way ([128, 512] tiles) and the careful way ([128, 2048+] "
+     "blocks) for the DMA engines, side by side"},
     {"validate", "", AddValidateCommand,
      "Check a scenario file (plans: groups, rank -> heads map, memory) or a topology file (text "
      "proto or JSON) and print what it resolves to"},

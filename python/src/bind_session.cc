@@ -66,6 +66,14 @@ py::dict ProfileDict(const HardwareProfile& p) {
   d["pe_max_moving_free"] = p.pe_max_moving_free();
   d["hbm_bytes_per_chip"] = p.hbm_bytes_per_chip();
   d["physical_cores_per_chip"] = p.physical_cores_per_chip();
+  // The DMA engine model (docs/dma.md): what a kernel author needs to reason about descriptors.
+  d["dma_engines"] = p.dma_engines();
+  d["dma_queues"] = p.dma_queues();
+  d["dma_engine_gbps"] = p.dma_engine_gbps();
+  d["dma_engine_raw_gbps"] = p.dma_engine_raw_gbps();
+  d["dma_descriptor_max_bytes"] = p.dma_descriptor_max_bytes();
+  d["dma_issue_ns"] = p.dma_issue_ns();
+  d["dma_latency_ns"] = p.dma_latency_ns();
   return d;
 }
 

@@ -44,6 +44,51 @@ def tiled_matmul(a, b):
     return c
 
 
+BLOCK = 4 * BANK  # B columns one careful load feeds: 4 PSUM banks, 4 KiB a partition in bf16
+
+
+@nki.jit
+def blocked_matmul(a, b):
+    """The careful twin of tiled_matmul for the DMA engines: the same tiles on the PE and the same
+    bytes moved, but a's row block in one [128, K] load (K x dtype contiguous bytes a partition),
+    b in [128, 2048] blocks that feed 4 PSUM banks at once, and one [128, 2048] store a block.
+    tiled_matmul's [128, 128] and [128, 512] loads leave its engines busy on descriptors."""
+    m, k = a.shape
+    n = b.shape[1]
+    c = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    n_shard = n // nl.num_programs()
+    n_begin = nl.program_id() * n_shard
+    for m0 in nl.affine_range(0, m, P):
+        a_rows = nl.ndarray((P, k), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_rows, src=a[m0:m0 + P, :])
+        a_t = []
+        for kt in nl.affine_range(k // P):
+            a_psum = nl.ndarray((P, P), dtype=a.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=a_psum, data=a_rows[:, kt * P:(kt + 1) * P],
+                              engine=nisa.tensor_engine)
+            a_t.append(nl.ndarray((P, P), dtype=a.dtype, buffer=nl.sbuf))
+            nisa.tensor_copy(dst=a_t[kt], src=a_psum, engine=nisa.vector_engine)
+        eviction = 0
+        for g0 in nl.affine_range(n_begin, n_begin + n_shard, BLOCK):
+            g_width = min(BLOCK, n_begin + n_shard - g0)
+            widths = [min(BANK, g_width - n0) for n0 in range(0, g_width, BANK)]
+            acc = [nl.ndarray((P, w), dtype=nl.float32, buffer=nl.psum) for w in widths]
+            for kt in nl.affine_range(k // P):
+                b_block = nl.ndarray((P, g_width), dtype=b.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=b_block, src=b[kt * P:(kt + 1) * P, g0:g0 + g_width])
+                for j, w in enumerate(widths):
+                    nisa.nc_matmul(dst=acc[j], stationary=a_t[kt],
+                                   moving=b_block[:, j * BANK:j * BANK + w], accumulate=kt > 0)
+            out = nl.ndarray((P, g_width), dtype=nl.float32, buffer=nl.sbuf)
+            for j, w in enumerate(widths):
+                engine = nisa.vector_engine if eviction % 2 == 0 else nisa.scalar_engine
+                nisa.tensor_copy(dst=out[:, j * BANK:j * BANK + w], src=acc[j], engine=engine)
+                eviction += 1
+            nisa.dma_copy(dst=c[m0:m0 + P, g0:g0 + g_width], src=out)
+            del acc  # the group's 4 PSUM banks are free for the next group's
+    return c
+
+
 @nki.jit
 def matmul_auto_accumulate(lhs_t, rhs):
     """out[M, N] = lhs_t[K, M].T @ rhs[K, N] with accumulate left to the default (None): the

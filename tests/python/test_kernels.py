@@ -142,3 +142,46 @@ def test_tile_size_and_dtypes():
     assert nl.tile_size.gemm_stationary_fmax == 128 and nl.tile_size.gemm_moving_fmax == 512
     assert nl.bfloat16 == "bfloat16" and nl.float32 == np.float32
     assert nl.bfloat16.itemsize == 2
+
+
+def _busiest_engine_ns(p, row_bytes):
+    """One [128, row_bytes / dtype] transfer's share on its busiest engine, by the DMA model's
+    rules written out plainly (docs/dma.md): 128 / dma_engines partitions an engine, each row cut
+    into descriptors of at most dma_descriptor_max_bytes, a descriptor costing
+    max / dma_engine_gbps - max / dma_engine_raw_gbps beyond its bytes at the raw rate, and one
+    4-byte completion semaphore."""
+    mx, raw = p["dma_descriptor_max_bytes"], p["dma_engine_raw_gbps"]
+    per_descriptor = mx / p["dma_engine_gbps"] - mx / raw
+    rows = p["partitions"] // p["dma_engines"]
+    descriptors = rows * -(-row_bytes // mx)
+    return descriptors * per_descriptor + rows * row_bytes / raw + per_descriptor + 4 / raw
+
+
+def test_naive_matmul_is_slower_by_what_the_dma_curve_implies(rng):
+    # The same product, the same PE tiles and the same bytes moved; only the DMA shapes differ.
+    m, k, n = 256, 1024, 4096
+    a, b = bf16_exact(rng, (m, k)), bf16_exact(rng, (k, n))
+    golden = a.astype(np.float64) @ b
+    runs = {}
+    for name, kernel in (("naive", kernels.tiled_matmul), ("careful", kernels.blocked_matmul)):
+        c = kernel(nkisim.typed(a, nl.bfloat16), nkisim.typed(b, nl.bfloat16))
+        assert_close(c, golden, 1e-5, 1e-6)
+        runs[name] = nkisim.last_run()
+    p = runs["naive"].profile
+    eng = lambda cols, size: _busiest_engine_ns(p, cols * size)
+    mb, kt = m // P, k // P
+    # naive: [128, 128] a loads, [128, 512] b loads, [128, 512] fp32 stores
+    naive = mb * kt * eng(P, 2) + mb * (n // BANK) * (kt * eng(BANK, 2) + eng(BANK, 4))
+    # careful: [128, K] a loads, [128, 2048] b loads, [128, 2048] fp32 stores
+    careful = mb * eng(k, 2) + mb * (n // BLOCK) * (kt * eng(BLOCK, 2) + eng(BLOCK, 4))
+    implied = naive / careful
+    ratio = runs["naive"].simulated_ns / runs["careful"].simulated_ns
+    assert implied > 1.3  # the shapes make a difference worth showing
+    assert abs(ratio / implied - 1) < 0.15, (ratio, implied)
+    # Why: the naive kernel's engines are busy for longer (descriptors), and it is engine-bound.
+    dma = lambda r: max(v for e, v in r.engine_busy_ns.items() if e.startswith("DMA") and e[3:].isdigit())
+    assert dma(runs["naive"]) / dma(runs["careful"]) > 0.85 * implied
+    assert dma(runs["naive"]) > 0.85 * runs["naive"].simulated_ns
+
+
+P, BANK, BLOCK = kernels.P, kernels.BANK, kernels.BLOCK
