@@ -107,6 +107,11 @@ class Timeline {
   void set_keep_shares(bool keep) { keep_shares_ = keep; }
   // True when some records are kept (callers format `shapes` then).
   bool keeps_records() const { return keep_ != Keep::kNone; }
+  // True when a Record on engine e is kept (callers skip formatting `shapes` otherwise: in a
+  // timing job that keeps only collectives, formatting every operand was a third of its host time).
+  bool keeps(Engine e) const {
+    return keep_ == Keep::kAll || (keep_ == Keep::kCollectives && e == Engine::kCollective);
+  }
   // Every kept record since the start.
   const std::vector<InstructionRecord>& records() const { return records_; }
   // Every kept DMA engine share since the start (RecordShare), in the order recorded.

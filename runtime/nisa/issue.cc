@@ -1,6 +1,7 @@
 #include "runtime/nisa/issue.h"
 
 #include <algorithm>
+#include <charconv>
 #include <vector>
 
 #include "runtime/error.h"
@@ -8,8 +9,9 @@
 namespace nkisim::nisa {
 
 Issue::Issue(const char* name, Engine engine)
-    : name_(name), engine_(engine), core_(&CurrentCore()) {
-  shapes_.reserve(104);
+    : name_(name), engine_(engine), core_(&CurrentCore()),
+      keep_shapes_(core_->timeline().keeps(engine)) {
+  if (keep_shapes_) shapes_.reserve(104);
 }
 
 void Issue::CheckCore(const char* operand, const Tile& tile) const {
@@ -28,9 +30,15 @@ void Issue::CheckCore(const char* operand, const Tile& tile) const {
 }
 
 void Issue::AddShape(const char* operand, const Shape& shape, DType dtype) {
+  if (!keep_shapes_) return;  // the record is not kept: nobody reads the operands' text
   if (!shapes_.empty()) shapes_ += ' ';
   shapes_ += operand;
-  for (size_t i = 0; i < shape.size(); ++i) shapes_ += StrCat(i ? "," : "[", shape[i]);
+  char digits[24];
+  for (size_t i = 0; i < shape.size(); ++i) {
+    shapes_ += i ? ',' : '[';
+    const auto end = std::to_chars(digits, digits + sizeof digits, shape[i]).ptr;
+    shapes_.append(digits, end);
+  }
   shapes_ += ']';
   shapes_ += DTypeName(dtype);
 }

@@ -61,6 +61,7 @@ class Issue {
   const char* name_;
   Engine engine_;
   NeuronCore* core_;
+  bool keep_shapes_;  // the record is kept: AddShape formats the operands' text
   std::array<TileBuffer*, 6> tile_reads_{};
   std::array<TileBuffer*, 2> tile_writes_{};
   std::array<HbmBuffer*, 4> hbm_reads_{};
