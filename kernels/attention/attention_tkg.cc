@@ -9,6 +9,7 @@
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
+#include "runtime/nisa/dma_descriptors.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -301,15 +302,6 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     return pieces;
   };
-  // The last step's V goes as one KV chunk (one slot, one or more DMAs) per 128-token chunk when
-  // those fit one wave of the DMA queues: each P @ V matmul then waits for its own chunk, not
-  // for the step's last byte, so less of that step's P @ V trails the stream (Bl 4, G 8,
-  // T 1025, d 128, LNC 1: 10.28 -> 9.25 us). With more chunks their fixed DMA costs outweigh it.
-  auto split_v = [&](int64_t k) {
-    const int64_t nfull = steps[static_cast<size_t>(k)].w / np;
-    return k == n_steps - 1 && nfull > 1 &&
-           group_packs(steps[static_cast<size_t>(k)].group) * nfull <= prof.dma_queues();
-  };
   // V of a pack: the full 128-token chunks as [128, n, cc, d] (n = 1 for each chunk when
   // split_v), then the remainder [rem, cc, d].
   auto v_chunks = [&](int64_t k, int64_t pack) {
@@ -318,11 +310,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const int64_t nfull = st.w / np, rem = st.w % np;
     const TensorView rows = params.v_cache.slice(0, b0, b0 + cc);
     std::vector<std::vector<Piece>> out_chunks;
-    const int64_t per = split_v(k) ? 1 : nfull;  // 128-token chunks per KV chunk
-    for (int64_t f0 = 0; f0 < nfull; f0 += per) {
-      const TensorView full = rows.slice(1, st.t0 + f0 * np, st.t0 + (f0 + per) * np);
+    // Partition p holds the block's tokens p n + j, j < n = nfull (P^T chunk j is P's columns
+    // j, j + n, ...: the contraction may take the tokens in any order both operands share), so
+    // each partition's run is n consecutive tokens' rows, and the runs of consecutive partitions
+    // touch (one row: the chunk is one contiguous span of HBM).
+    if (nfull > 0) {
+      const TensorView full = rows.slice(1, st.t0, st.t0 + nfull * np);
       AccessPattern ap{full.offset(),
-                       {{full.strides()[1], np}, {np * full.strides()[1], per},
+                       {{nfull * full.strides()[1], np}, {full.strides()[1], nfull},
                         {full.strides()[0], cc}, {full.strides()[2], d}}};
       out_chunks.push_back({{0, full.ap(ap)}});
     }
@@ -454,57 +449,22 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile& t = at(qbd, gi);
     const int64_t b0 = row_lo + gi * r, rows = group_rows(gi);
     if (c > 1) nisa::memset(t, 0.0f, Engine::kGpSimd);
-    if (c == 1) {
-      nisa::dma_copy(t.slice(0, 0, d).slice(1, 0, rows * g).reshape({rows, g}),
-                     params.q.slice(1, b0, b0 + rows).permute({2, 1, 0}));
+    // q^T by transposing DMAs of q's contiguous d-element rows (a permuted dma_copy view costs
+    // one descriptor per element: 4096 at G 8, 4 rows, d 128, about 7 us of the engines).
+    if (g == 1 && c == 1) {  // [rows, d] -> [d, rows]: one transpose for the group
+      nisa::dma_transpose(t.slice(0, 0, d).slice(1, 0, rows), params.q.select(0, 0).slice(0, b0, b0 + rows));
       return;
     }
-    // One DMA per pack position j: rows j, j + c, ... of the group (a DMA's 600 ns fixed cost per
-    // row would hold every queue at the stream's start).
-    for (int64_t j = 0; j < std::min(c, rows); ++j) {
-      const int64_t n = (rows - j + c - 1) / c;
-      nisa::dma_copy(t.slice(0, j * d, (j + 1) * d).reshape({r / c, c, g}).select(2, j).slice(1, 0, n),
-                     params.q.slice(1, b0 + j, b0 + j + (n - 1) * c + 1, c).permute({2, 1, 0}));
+    // Row b (pack i, position j) -> partitions [j d, (j + 1) d), columns (i c + j) G + h: one
+    // [G, d] -> [d, G] transpose a row (the hardware DGE's, G <= 16).
+    for (int64_t b = 0; b < rows; ++b) {
+      const int64_t col = b * g;  // (i c + j) G with i = b / c, j = b % c
+      const int64_t j = b % c;
+      nisa::dma_transpose(t.slice(0, j * d, (j + 1) * d).slice(1, col, col + g),
+                          params.q.select(1, b0 + b));
     }
   };
 
-  // Start-up ramp: a 128 KiB DMA holds its queue about 5 us, so the first chunks are cut (along
-  // their partitions) into pieces of about 1/4 of the bytes streamed before them (at most kMaxPieceBytes), at least
-  // kRampPieceBytes: the first blocks arrive at about the port's pace instead of one whole-chunk
-  // DMA latency late.
-  {
-    int64_t total = 0;
-    for (const auto& chunk : chunks) {
-      for (const Piece& piece : chunk) total += piece.view.size_bytes();
-    }
-    // A short stream (a few MB) is cut so that every queue carries about two pieces of it: one
-    // whole-chunk DMA holds its queue ~5 us, longer than the whole stream's HBM time.
-    const int64_t cap = std::min<int64_t>(
-        kMaxPieceBytes, std::max<int64_t>(kRampPieceBytes, total / (2 * prof.dma_queues())));
-    int64_t streamed = 0;
-    for (auto& chunk : chunks) {
-      int64_t bytes = 0;
-      for (const Piece& piece : chunk) bytes += piece.view.size_bytes();
-      const int64_t piece_bytes = std::min(cap, std::max<int64_t>(kRampPieceBytes, streamed / 4));
-      streamed += bytes;
-      if (piece_bytes >= bytes || chunk.size() != 1) continue;
-      const Piece whole = chunk[0];
-      const int64_t rows = whole.view.dim(0);
-      // The middle of a long stream rounds the piece count down (pieces of at least piece_bytes,
-      // so a 128 KiB chunk is one DMA): 16 queues of 64 KiB DMAs move only 350 GB/s (600 ns fixed
-      // per DMA), below the 362.5 GB/s port. Its first and last MiB keep the smaller pieces, so
-      // the first blocks arrive early and the last ones trail the port by less.
-      const bool middle = total >= kLongStreamBytes && streamed >= kStreamEdgeBytes &&
-                          total - streamed >= kStreamEdgeBytes;
-      const int64_t n = std::min<int64_t>(rows, middle ? std::max<int64_t>(1, bytes / piece_bytes)
-                                                       : (bytes + piece_bytes - 1) / piece_bytes);
-      chunk.clear();
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r0 = rows * i / n, r1 = rows * (i + 1) / n;
-        chunk.push_back({whole.p0 + r0, whole.view.slice(0, r0, r1)});
-      }
-    }
-  }
   // K and V share one dtype (validated), so they share the ring.
   KvStream stream(core, std::max(plan.block, nj_max * cd), kdt, std::move(chunks),
                   kSlotsPerQueue * prof.dma_queues());
@@ -521,24 +481,15 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   }
   if (with_new) {
-    const int64_t n_rows = row_hi - row_lo, full_packs = n_rows / c, tail = n_rows % c;
+    const int64_t n_rows = row_hi - row_lo;
     kn = core.AllocateSbuf("k_new", {np, (n_rows + c - 1) / c}, kdt);
     vn = core.AllocateSbuf("v_new", {np, n_rows * d}, vdt);
-    const TensorView& kv = params.k_new;
-    const int64_t s0 = kv.strides()[0], s1 = kv.strides()[1];
-    auto load_packs = [&](int64_t first_row, int64_t rows, int64_t pack0, int64_t packs) {
-      const TensorView src = kv.slice(0, first_row, first_row + rows * packs);
-      nisa::dma_copy(kn.slice(0, 0, rows * d).slice(1, pack0, pack0 + packs),
-                     src.ap(AccessPattern{src.offset(), {{s1, rows * d}, {rows * s0, packs}}}));
-    };
-    if (c == 1 || s0 == d * s1) {
-      if (full_packs > 0) load_packs(row_lo, c, 0, full_packs);
-      if (tail > 0) load_packs(row_lo + full_packs * c, tail, full_packs, 1);
-    } else {
-      for (int64_t b = 0; b < n_rows; ++b) {
-        nisa::dma_copy(kn.slice(0, (b % c) * d, (b % c + 1) * d).slice(1, b / c, b / c + 1),
-                       kv.slice(0, row_lo + b, row_lo + b + 1).permute({1, 0}));
-      }
+    // kn[j d + e, i] = k_new[row_lo + i c + j, e]: per pack position j, one transposing DMA of
+    // the rows j, j + c, ... ([n, d] -> [d, n]; a permuted dma_copy costs a descriptor an element).
+    for (int64_t j = 0; j < std::min(c, n_rows); ++j) {
+      const int64_t n = (n_rows - j + c - 1) / c;
+      nisa::dma_transpose(kn.slice(0, j * d, (j + 1) * d).slice(1, 0, n),
+                          params.k_new.slice(0, row_lo + j, row_lo + j + (n - 1) * c + 1, c));
     }
     nisa::dma_copy(vn.slice(0, new_p, new_p + 1).slice(1, 0, n_rows * d).reshape({n_rows, d}),
                    params.v_new.slice(0, row_lo, row_hi));
@@ -629,10 +580,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const int64_t pp = group_rows(st.group) * g;
     const Tile& pt = at(pt_ps, k);
     const int64_t nj = (st.w + np - 1) / np, nfull = st.w / np;
+    // Chunk j < nfull: P's columns j, j + nfull, ... (V's token order, v_chunks); the
+    // remainder: the last st.w % 128 columns in order.
     for (int64_t j = 0; j < nj; ++j) {
       const int64_t wj = std::min(np, st.w - j * np);
-      nisa::nc_transpose(pt.slice(0, 0, wj).slice(1, j * pp, (j + 1) * pp),
-                         at(p_sb, k).slice(0, 0, pp).slice(1, j * np, j * np + wj));
+      const Tile src = j < nfull ? at(p_sb, k).slice(0, 0, pp).slice(1, j, nfull * np, nfull)
+                                 : at(p_sb, k).slice(0, 0, pp).slice(1, j * np, j * np + wj);
+      nisa::nc_transpose(pt.slice(0, 0, wj).slice(1, j * pp, (j + 1) * pp), src);
     }
     const Tile& dst = at(pt_sb, k);
     if (nfull > 0) {
@@ -654,11 +608,10 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
                                   : at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
     const Tile& pt = at(pt_sb, k);
     int64_t j = 0;
-    const bool split = split_v(k);
     for (int64_t ch = 0; ch < n_chunks; ++ch, ++next_chunk) {
       const Tile slot = stream.Get(next_chunk);
-      const bool full = split ? ch < nfull : ch == 0 && nfull > 0;
-      const int64_t n_in = full && !split ? nfull : 1, wj = full ? np : rem;
+      const bool full = ch == 0 && nfull > 0;
+      const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
       const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
         // This step's token (partition new_p of the step's last 128-token chunk) contracts apart,
