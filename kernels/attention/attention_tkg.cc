@@ -67,6 +67,7 @@ nisa::ActivationOptions ShiftedExp(const Tile& bias) {
 struct Piece {
   int64_t p0;
   TensorView view;
+  int64_t f0 = 0;  // first element of the slot's partitions it fills
 };
 
 // The K / V chunks in the order the PE consumes them, through a fixed ring of SBUF slots: chunk
@@ -108,7 +109,10 @@ class KvStream {
       const TensorView& v = piece.view;
       const Shape free(v.shape().begin() + 1, v.shape().end());
       nisa::dma_copy(
-          slot.slice(0, piece.p0, piece.p0 + v.dim(0)).slice(1, 0, NumElements(free)).reshape(free), v);
+          slot.slice(0, piece.p0, piece.p0 + v.dim(0))
+              .slice(1, piece.f0, piece.f0 + NumElements(free))
+              .reshape(free),
+          v);
     }
     ++issued_;
   }
@@ -302,8 +306,8 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     return pieces;
   };
-  // V of a pack: the full 128-token chunks as [128, n, cc, d] (n = 1 for each chunk when
-  // split_v), then the remainder [rem, cc, d].
+  // V of a pack: the full 128-token chunks as [128, cc, n, d] (one DMA per row, each row's
+  // n d elements at free offset b n d), then the remainder [rem, cc, d].
   auto v_chunks = [&](int64_t k, int64_t pack) {
     const Step& st = steps[static_cast<size_t>(k)];
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
@@ -313,13 +317,17 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     // Partition p holds the block's tokens p n + j, j < n = nfull (P^T chunk j is P's columns
     // j, j + n, ...: the contraction may take the tokens in any order both operands share), so
     // each partition's run is n consecutive tokens' rows, and the runs of consecutive partitions
-    // touch (one row: the chunk is one contiguous span of HBM).
+    // touch: each row's part is one contiguous span of HBM, so it goes as its own DMA (rows
+    // interleaved on a partition would cut every run at d elements).
     if (nfull > 0) {
-      const TensorView full = rows.slice(1, st.t0, st.t0 + nfull * np);
-      AccessPattern ap{full.offset(),
-                       {{nfull * full.strides()[1], np}, {full.strides()[1], nfull},
-                        {full.strides()[0], cc}, {full.strides()[2], d}}};
-      out_chunks.push_back({{0, full.ap(ap)}});
+      std::vector<Piece> pieces;
+      for (int64_t b = 0; b < cc; ++b) {
+        const TensorView full = rows.select(0, b).slice(0, st.t0, st.t0 + nfull * np);
+        AccessPattern ap{full.offset(), {{nfull * full.strides()[0], np}, {full.strides()[0], nfull},
+                                         {full.strides()[1], d}}};
+        pieces.push_back({0, full.ap(ap), b * nfull * d});
+      }
+      out_chunks.push_back(std::move(pieces));
     }
     // With this step's token the cache's position T - 1 is not used: a chunk of that token alone
     // is not loaded (pv takes it from vn); in a longer chunk it rides along, unused, so the
@@ -406,6 +414,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     s_ps = psum_ring("scores", look + 1, {np, plan.block}, f32);
     pt_ps = psum_ring("p_t_psum", 2, {np, nj_max * np}, vdt);
     pv_ps = psum_ring("pv", 2, {np, v_stationary ? r * g : cd}, f32);
+    // With two rows a pack, P @ V writes only each row's diagonal block of a pack's [c d, c G]
+    // (pv): the blocks between stay the zeros written here, so the accumulator and the virtual
+    // rows' merge (which weights them by 0) never see stale PSUM.
+    if (c > 1) {
+      for (const Tile& t : pv_ps) nisa::memset(t, 0.0f, Engine::kVector);
+    }
     if (v_stationary) pv_sb = sbuf_ring("pv_t", 2, {np, cd}, f32);
     p_sb = sbuf_ring("p", look + 1, {np, plan.block}, vdt);
     pt_sb = sbuf_ring("p_t", 2, {np, nj_max * np}, vdt);
@@ -612,7 +626,10 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       const Tile slot = stream.Get(next_chunk);
       const bool full = ch == 0 && nfull > 0;
       const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
-      const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
+      // Row bb's 128 tokens of chunk jj: [wj, d] at free offset (bb n_in + jj) d (v_chunks).
+      auto v_of = [&](int64_t bb, int64_t jj) {
+        return slot.slice(0, 0, wj).slice(1, (bb * n_in + jj) * d, (bb * n_in + jj + 1) * d);
+      };
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
         // This step's token (partition new_p of the step's last 128-token chunk) contracts apart,
         // its V rows from vn: the cache DMA skipped that partition.
@@ -620,19 +637,26 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
         const int64_t pw = new_here ? wj - 1 : wj;
         const Tile p_t = pt.slice(1, j * pp + p0, j * pp + p0 + cc * g);
         bool accumulate = j > 0;
-        auto matmul = [&](const Tile& v_rows, const Tile& p_rows) {
+        auto matmul = [&](const Tile& out, const Tile& v_rows, const Tile& p_rows, bool acc) {
           if (v_stationary) {
-            nisa::nc_matmul(dst, v_rows, p_rows, {.accumulate = accumulate});
+            nisa::nc_matmul(out, v_rows, p_rows, {.accumulate = acc});
           } else {
-            nisa::nc_matmul(dst, p_rows, v_rows, {.accumulate = accumulate});
+            nisa::nc_matmul(out, p_rows, v_rows, {.accumulate = acc});
           }
-          accumulate = true;
         };
-        if (pw > 0) matmul(v.slice(0, 0, pw).select(1, jj), p_t.slice(0, 0, pw));
+        // One matmul per row of the pack, into its diagonal block of dst (the pack's rows sit
+        // apart in the slot, so each row's V is a plain [wj, d] operand).
+        for (int64_t bb = 0; bb < cc && pw > 0; ++bb) {
+          const Tile out = v_stationary ? dst.slice(0, bb * d, (bb + 1) * d).slice(1, bb * g, (bb + 1) * g)
+                                        : dst.slice(0, bb * g, (bb + 1) * g).slice(1, bb * d, (bb + 1) * d);
+          matmul(out, v_of(bb, jj).slice(0, 0, pw), p_t.slice(1, bb * g, (bb + 1) * g).slice(0, 0, pw),
+                 accumulate);
+        }
+        if (pw > 0) accumulate = true;
         if (new_here) {
           const int64_t v0 = (b0 - row_lo) * d;
-          matmul(vn.slice(0, new_p, new_p + 1).slice(1, v0, v0 + cc * d),
-                 p_t.slice(0, new_p, new_p + 1));
+          matmul(dst, vn.slice(0, new_p, new_p + 1).slice(1, v0, v0 + cc * d),
+                 p_t.slice(0, new_p, new_p + 1), accumulate);
         }
       }
       stream.Release();
