@@ -24,7 +24,7 @@ constexpr float kNoMax = 3.0e38f;
 // K spans (a partition's run of one K chunk): at least kMinRunBytes where the group has the
 // steps, so each DMA descriptor (27.5 ns on trn2) carries 2 KiB or more (docs/dma.md: >= 2 KiB a
 // partition recommended), at most kMaxRunBytes (the KV slots' size).
-constexpr int64_t kMinRunBytes = 2048;
+constexpr int64_t kMinRunBytes = 4096;
 constexpr int64_t kMaxRunBytes = 4096;
 // The KV slot pool: about kKvPoolBytes a partition. Bytes in flight to cover the DMA latency
 // (1.3 us at 362.5 GB/s: 471 KB, 3.7 KiB a partition) are a small part of it; the rest lets the
@@ -32,6 +32,7 @@ constexpr int64_t kMaxRunBytes = 4096;
 constexpr int64_t kKvPoolBytes = 64 * 1024;
 constexpr int64_t kMinKvSlots = 8;
 constexpr int64_t kMaxKvSlots = 32;
+constexpr int64_t kMaxKvPoolBytes = 96 * 1024;
 // PE work (ns) the score matmuls should run ahead of the softmax that consumes them.
 constexpr double kLookaheadNs = 2500.0;
 // One batch row splits its tokens into virtual rows from this many tokens per core: their merge
@@ -320,20 +321,23 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const int64_t kds = static_cast<int64_t>(SizeOf(kdt));
   std::vector<int64_t> span_first(steps.size()), span_end(steps.size());
   int64_t span_tokens = 0;
-  for (int64_t k = 0; k < n_steps;) {
-    const int64_t want = std::max<int64_t>(1, (kMinRunBytes + width * kds - 1) / (width * kds));
-    const int64_t cap = std::max<int64_t>(1, kMaxRunBytes / (width * kds));
-    int64_t e = k + 1;
-    while (e < n_steps && e - k < std::min(want, cap) &&
-           steps[static_cast<size_t>(e)].group == steps[static_cast<size_t>(k)].group) {
-      ++e;
+  auto make_spans = [&](int64_t min_run) {
+    span_tokens = 0;
+    for (int64_t k = 0; k < n_steps;) {
+      const int64_t want = std::max<int64_t>(1, (min_run + width * kds - 1) / (width * kds));
+      const int64_t cap = std::max<int64_t>(1, kMaxRunBytes / (width * kds));
+      int64_t e = k + 1;
+      while (e < n_steps && e - k < std::min(want, cap) &&
+             steps[static_cast<size_t>(e)].group == steps[static_cast<size_t>(k)].group) {
+        ++e;
+      }
+      for (int64_t i = k; i < e; ++i) span_first[static_cast<size_t>(i)] = k, span_end[static_cast<size_t>(i)] = e;
+      span_tokens = std::max(span_tokens, steps[static_cast<size_t>(e - 1)].t0 +
+                                              steps[static_cast<size_t>(e - 1)].w -
+                                              steps[static_cast<size_t>(k)].t0);
+      k = e;
     }
-    for (int64_t i = k; i < e; ++i) span_first[static_cast<size_t>(i)] = k, span_end[static_cast<size_t>(i)] = e;
-    span_tokens = std::max(span_tokens, steps[static_cast<size_t>(e - 1)].t0 +
-                                            steps[static_cast<size_t>(e - 1)].w -
-                                            steps[static_cast<size_t>(k)].t0);
-    k = e;
-  }
+  };
   // V of a pack: the full 128-token chunks as [128, cc, n, d] (one DMA per row, each row's
   // n d elements at free offset b n d), then the remainder [rem, cc, d].
   auto v_chunks = [&](int64_t k, int64_t pack) {
@@ -393,7 +397,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   std::vector<std::vector<Piece>> chunks;
   std::vector<Item> order;
   // The K chunk of (span's first step, pack), pushed at the span's first step.
-  std::vector<std::vector<int64_t>> k_chunk_id(steps.size());
+  std::vector<std::vector<int64_t>> k_chunk_id;
+  std::vector<size_t> iteration_begin;
+  auto build = [&]() {
+  chunks.clear();
+  order.clear();
+  iteration_begin.clear();
+  k_chunk_id.assign(steps.size(), {});
   auto push_k = [&](int64_t k, int64_t i) {
     const int64_t f = span_first[static_cast<size_t>(k)];
     std::vector<int64_t>& ids = k_chunk_id[static_cast<size_t>(f)];
@@ -407,7 +417,6 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     for (int64_t i = 0; i < group_packs(steps[k].group); ++i) push_k(k, i);
   };
   for (int64_t k = 0; k < std::min(look, n_steps); ++k) add_k(k);
-  std::vector<size_t> iteration_begin;
   for (int64_t k = 0; k < n_steps; ++k) {
     iteration_begin.push_back(order.size());
     const int64_t kn = k + look;
@@ -423,6 +432,39 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   }
   iteration_begin.push_back(order.size());
+  };
+  // The slots the stream needs: chunks are loaded in order, each into a free slot, and used in
+  // `order`; a K span stays resident until its last step, so the pool must hold every chunk
+  // between the oldest still in use and the newest one needed.
+  auto slots_needed = [&]() {
+    std::vector<int64_t> uses(chunks.size(), 0);
+    for (const Item& item : order) {
+      for (int64_t ch = 0; ch < item.chunks; ++ch) ++uses[static_cast<size_t>(item.first_chunk + ch)];
+    }
+    int64_t newest = -1, released = 0, need = 1;
+    std::vector<bool> done(chunks.size(), false);
+    for (const Item& item : order) {
+      for (int64_t ch = 0; ch < item.chunks; ++ch) {
+        const size_t id = static_cast<size_t>(item.first_chunk + ch);
+        newest = std::max<int64_t>(newest, static_cast<int64_t>(id));
+        need = std::max(need, newest + 1 - released);
+        if (--uses[id] == 0) done[id] = true, ++released;
+      }
+    }
+    return need;
+  };
+  // Longer K runs where the pool that needs fits kMaxKvPoolBytes a partition, else shorter.
+  int64_t kv_slots = 0, slot_elements = 0;
+  for (const int64_t min_run : {kMinRunBytes, kMinRunBytes / 2, int64_t{0}}) {
+    make_spans(min_run);
+    build();
+    slot_elements = std::max({plan.block, span_tokens, plan.block / np * cd});
+    const int64_t need = slots_needed();
+    // Beyond the resident chunks, room for the stream to run ahead of the PE.
+    kv_slots = std::max(need + kMinKvSlots,
+                        std::clamp<int64_t>(kKvPoolBytes / (slot_elements * kds), kMinKvSlots, kMaxKvSlots));
+    if (kv_slots * slot_elements * kds <= kMaxKvPoolBytes || min_run == 0) break;
+  }
 
   // ---- on-chip buffers (fixed rings, so the scoreboard sees every reuse) ----
   const int64_t ring = look + 2;
@@ -514,9 +556,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   };
 
   // K and V share one dtype (validated), so they share the ring.
-  const int64_t slot_elements = std::max({plan.block, span_tokens, nj_max * cd});
-  KvStream stream(core, slot_elements, kdt, std::move(chunks),
-                  std::clamp<int64_t>(kKvPoolBytes / (slot_elements * kds), kMinKvSlots, kMaxKvSlots));
+  KvStream stream(core, slot_elements, kdt, std::move(chunks), kv_slots);
   if (groups > 0 && n_steps > 0) load_q(0);
   // This step's K column and V row of the core's rows (with_new): two DMAs ahead of the stream.
   // With one row per pack, new_mask[b * G + h, b] = 1 picks each row's own score.
