@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/language/nl.h"
+#include "runtime/nisa/dma_descriptors.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -196,10 +197,9 @@ class CteProgram {
     const TensorView vsrc = p_.v.select(0, g).select(0, b);
     for (int64_t k0 = 0; k0 < seq_; k0 += kKeys) {
       const int64_t w = std::min(kKeys, seq_ - k0);
-      for (int64_t c0 = k0; c0 < k0 + w; c0 += kChunk) {
-        const int64_t kw = std::min(kChunk, seq_ - c0);
-        nisa::dma_copy(kt.slice(1, c0, c0 + kw), ksrc.slice(0, c0, c0 + kw).permute({1, 0}));
-      }
+      // K^T of the block: one transposing DMA of the contiguous [w, d] rows (one descriptor a
+      // partition); a permuted dma_copy view would cost one descriptor per element.
+      nisa::dma_transpose(kt.slice(1, k0, k0 + w), ksrc.slice(0, k0, k0 + w));
       for (int64_t c0 = k0; c0 < k0 + w; c0 += kChunk) {
         const int64_t kw = std::min(kChunk, seq_ - c0);
         nisa::dma_copy(v.slice(0, 0, kw).select(1, c0 / kChunk), vsrc.slice(0, c0, c0 + kw));
@@ -213,9 +213,8 @@ class CteProgram {
     const Item& it = items_[k];
     const Tile& qt = qt_[k % kItemSlots];
     for (int64_t hh = 0; hh < it.nh; ++hh) {
-      nisa::dma_copy(qt.select(1, hh).slice(1, 0, it.rows),
-                     p_.q.select(0, it.h0 + hh).select(0, it.b).slice(0, it.r0, it.r0 + it.rows)
-                         .permute({1, 0}));
+      nisa::dma_transpose(qt.select(1, hh).slice(1, 0, it.rows),
+                          p_.q.select(0, it.h0 + hh).select(0, it.b).slice(0, it.r0, it.r0 + it.rows));
     }
   }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
+#include "runtime/nisa/dma_descriptors.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -20,19 +21,18 @@ using nisa::AluOp;
 constexpr const char* kName = "attention_tkg";
 // nb (= -max * scale) of a partial that has seen no token: exp(-kNoMax + x) underflows to 0.
 constexpr float kNoMax = 3.0e38f;
-// KV ring slots per DMA queue: enough transfers in flight to keep the HBM port busy.
-constexpr int64_t kSlotsPerQueue = 2;
-// Smallest DMA of the start-up ramp.
-constexpr int64_t kRampPieceBytes = 16 * 1024;
-// Largest KV DMA (but in the middle of a long stream): 96 KiB holds a queue 4.2 us and
-// 16 such queues still outrun the HBM port (16 x 96 KiB / 4.2 us = 375 GB/s > 362.5), while a
-// whole 128 KiB chunk arrives 5.4 us after its issue, which the small-batch streams (a few MB)
-// cannot hide.
-constexpr int64_t kMaxPieceBytes = 96 * 1024;
-// A stream of at least this many bytes per core is cut into fewer, larger DMAs but for its first
-// and last kStreamEdgeBytes (see the ramp).
-constexpr int64_t kLongStreamBytes = 6 * 1024 * 1024;
-constexpr int64_t kStreamEdgeBytes = 1024 * 1024;
+// K spans (a partition's run of one K chunk): at least kMinRunBytes where the group has the
+// steps, so each DMA descriptor (27.5 ns on trn2) carries 2 KiB or more (docs/dma.md: >= 2 KiB a
+// partition recommended), at most kMaxRunBytes (the KV slots' size).
+constexpr int64_t kMinRunBytes = 4096;
+constexpr int64_t kMaxRunBytes = 4096;
+// The KV slot pool: about kKvPoolBytes a partition. Bytes in flight to cover the DMA latency
+// (1.3 us at 362.5 GB/s: 471 KB, 3.7 KiB a partition) are a small part of it; the rest lets the
+// stream run ahead of the PE.
+constexpr int64_t kKvPoolBytes = 64 * 1024;
+constexpr int64_t kMinKvSlots = 8;
+constexpr int64_t kMaxKvSlots = 32;
+constexpr int64_t kMaxKvPoolBytes = 96 * 1024;
 // PE work (ns) the score matmuls should run ahead of the softmax that consumes them.
 constexpr double kLookaheadNs = 2500.0;
 // One batch row splits its tokens into virtual rows from this many tokens per core: their merge
@@ -66,54 +66,64 @@ nisa::ActivationOptions ShiftedExp(const Tile& bias) {
 struct Piece {
   int64_t p0;
   TensorView view;
+  int64_t f0 = 0;  // first element of the slot's partitions it fills
 };
 
-// The K / V chunks in the order the PE consumes them, through a fixed ring of SBUF slots: chunk
-// k + slots is loaded into chunk k's slot when k is released, and the scoreboard makes that DMA
-// wait for chunk k's readers, so the model sees a bounded buffer.
+// The K / V chunks in the order of their first use, through a fixed pool of SBUF slots: a chunk
+// is loaded into a free slot as soon as one is free (in chunk order), a released chunk frees its
+// slot, and the scoreboard makes the next DMA into it wait for the chunk's readers, so the model
+// sees a bounded buffer. A chunk may stay resident while later ones are used and released (a
+// K span serves several steps).
 class KvStream {
  public:
   KvStream(NeuronCore& core, int64_t slot_elements, DType dtype, std::vector<std::vector<Piece>> chunks,
            int64_t slots)
-      : chunks_(std::move(chunks)) {
+      : chunks_(std::move(chunks)), slot_of_(chunks_.size(), -1) {
     slots = std::clamp<int64_t>(slots, 1, std::max<int64_t>(1, static_cast<int64_t>(chunks_.size())));
     for (int64_t i = 0; i < slots; ++i) {
       slots_.push_back(core.AllocateSbuf(StrCat("kv_slot", i),
                                          {core.profile().partitions(), slot_elements}, dtype));
+      free_.push_back(slots - 1 - i);
     }
   }
-  void Start() {
-    while (issued_ < std::min<int64_t>(size(), static_cast<int64_t>(slots_.size()))) Issue();
-  }
-  // Chunk k's slot as [partitions, free...] of its first piece's free shape, or flat when the
-  // chunk has several pieces. REQUIRES: k is the next chunk to release.
+  void Start() { Fill(); }
+  // Chunk k's slot (flat [partitions, slot_elements]). REQUIRES: k issued and not released.
   Tile Get(int64_t k) const {
-    if (k != released_ || k >= issued_) {
-      Raise(ErrorCode::kInternal, StrCat(kName, ": KV chunk ", k, " is not resident (released ",
-                                         released_, ", issued ", issued_, ")"));
+    if (k >= issued_ || slot_of_[static_cast<size_t>(k)] < 0) {
+      Raise(ErrorCode::kInternal, StrCat(kName, ": KV chunk ", k, " is not resident (issued ",
+                                         issued_, ")"));
     }
-    return slots_[static_cast<size_t>(k) % slots_.size()];
+    return slots_[static_cast<size_t>(slot_of_[static_cast<size_t>(k)])];
   }
-  void Release() {
-    ++released_;
-    if (issued_ < size()) Issue();
+  void Release(int64_t k) {
+    free_.push_back(slot_of_[static_cast<size_t>(k)]);
+    slot_of_[static_cast<size_t>(k)] = -1;
+    Fill();
   }
   int64_t size() const { return static_cast<int64_t>(chunks_.size()); }
 
  private:
-  void Issue() {
-    const Tile& slot = slots_[static_cast<size_t>(issued_) % slots_.size()];
-    for (const Piece& piece : chunks_[static_cast<size_t>(issued_)]) {
-      const TensorView& v = piece.view;
-      const Shape free(v.shape().begin() + 1, v.shape().end());
-      nisa::dma_copy(
-          slot.slice(0, piece.p0, piece.p0 + v.dim(0)).slice(1, 0, NumElements(free)).reshape(free), v);
+  void Fill() {
+    while (issued_ < size() && !free_.empty()) {
+      const int64_t s = free_.back();
+      free_.pop_back();
+      slot_of_[static_cast<size_t>(issued_)] = s;
+      const Tile& slot = slots_[static_cast<size_t>(s)];
+      for (const Piece& piece : chunks_[static_cast<size_t>(issued_)]) {
+        const TensorView& v = piece.view;
+        const Shape free(v.shape().begin() + 1, v.shape().end());
+        nisa::dma_copy(slot.slice(0, piece.p0, piece.p0 + v.dim(0))
+                           .slice(1, piece.f0, piece.f0 + NumElements(free))
+                           .reshape(free),
+                       v);
+      }
+      ++issued_;
     }
-    ++issued_;
   }
   std::vector<Tile> slots_;
   std::vector<std::vector<Piece>> chunks_;
-  int64_t issued_ = 0, released_ = 0;
+  std::vector<int64_t> slot_of_, free_;
+  int64_t issued_ = 0;
 };
 
 // The DMA queue among [0, n) whose issue stage frees first.
@@ -285,10 +295,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   const int64_t n_steps = static_cast<int64_t>(steps.size());
   const int64_t new_p = with_new ? (steps.back().w - 1) % np : 0;  // vn's partition
   const bool merged_k = params.k_cache.strides()[0] == d * params.k_cache.strides()[1];
-  auto k_chunk = [&](const Step& st, int64_t pack) {
+  // K of a pack over the span of steps [k, k_end) of one group: each partition's run is the
+  // span's consecutive tokens (cache columns only).
+  auto k_chunk = [&](int64_t k, int64_t k_end, int64_t pack) {
+    const Step& st = steps[static_cast<size_t>(k)];
+    const Step& ls = steps[static_cast<size_t>(k_end - 1)];
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     std::vector<Piece> pieces;
-    const int64_t w = st.w - (st.with_new ? 1 : 0);  // cache columns
+    const int64_t w = ls.t0 + ls.w - (ls.with_new ? 1 : 0) - st.t0;  // cache columns
     if (w == 0) return pieces;
     if (merged_k || cc == 1) {
       const TensorView rows = params.k_cache.slice(0, b0, b0 + cc).slice(2, st.t0, st.t0 + w);
@@ -301,30 +315,51 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
     return pieces;
   };
-  // The last step's V goes as one KV chunk (one slot, one or more DMAs) per 128-token chunk when
-  // those fit one wave of the DMA queues: each P @ V matmul then waits for its own chunk, not
-  // for the step's last byte, so less of that step's P @ V trails the stream (Bl 4, G 8,
-  // T 1025, d 128, LNC 1: 10.28 -> 9.25 us). With more chunks their fixed DMA costs outweigh it.
-  auto split_v = [&](int64_t k) {
-    const int64_t nfull = steps[static_cast<size_t>(k)].w / np;
-    return k == n_steps - 1 && nfull > 1 &&
-           group_packs(steps[static_cast<size_t>(k)].group) * nfull <= prof.dma_queues();
+  // K spans: consecutive steps of a group whose K goes as one chunk, so a partition's run is at
+  // least kMinRunBytes (the DMA engines' descriptors cost 27.5 ns each: a 768 B run moves at
+  // about half an engine's rate, 2 KiB at 80%) and at most kMaxRunBytes (the slot's size).
+  const int64_t kds = static_cast<int64_t>(SizeOf(kdt));
+  std::vector<int64_t> span_first(steps.size()), span_end(steps.size());
+  int64_t span_tokens = 0;
+  auto make_spans = [&](int64_t min_run) {
+    span_tokens = 0;
+    for (int64_t k = 0; k < n_steps;) {
+      const int64_t want = std::max<int64_t>(1, (min_run + width * kds - 1) / (width * kds));
+      const int64_t cap = std::max<int64_t>(1, kMaxRunBytes / (width * kds));
+      int64_t e = k + 1;
+      while (e < n_steps && e - k < std::min(want, cap) &&
+             steps[static_cast<size_t>(e)].group == steps[static_cast<size_t>(k)].group) {
+        ++e;
+      }
+      for (int64_t i = k; i < e; ++i) span_first[static_cast<size_t>(i)] = k, span_end[static_cast<size_t>(i)] = e;
+      span_tokens = std::max(span_tokens, steps[static_cast<size_t>(e - 1)].t0 +
+                                              steps[static_cast<size_t>(e - 1)].w -
+                                              steps[static_cast<size_t>(k)].t0);
+      k = e;
+    }
   };
-  // V of a pack: the full 128-token chunks as [128, n, cc, d] (n = 1 for each chunk when
-  // split_v), then the remainder [rem, cc, d].
+  // V of a pack: the full 128-token chunks as [128, cc, n, d] (one DMA per row, each row's
+  // n d elements at free offset b n d), then the remainder [rem, cc, d].
   auto v_chunks = [&](int64_t k, int64_t pack) {
     const Step& st = steps[static_cast<size_t>(k)];
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
     const int64_t nfull = st.w / np, rem = st.w % np;
     const TensorView rows = params.v_cache.slice(0, b0, b0 + cc);
     std::vector<std::vector<Piece>> out_chunks;
-    const int64_t per = split_v(k) ? 1 : nfull;  // 128-token chunks per KV chunk
-    for (int64_t f0 = 0; f0 < nfull; f0 += per) {
-      const TensorView full = rows.slice(1, st.t0 + f0 * np, st.t0 + (f0 + per) * np);
-      AccessPattern ap{full.offset(),
-                       {{full.strides()[1], np}, {np * full.strides()[1], per},
-                        {full.strides()[0], cc}, {full.strides()[2], d}}};
-      out_chunks.push_back({{0, full.ap(ap)}});
+    // Partition p holds the block's tokens p n + j, j < n = nfull (P^T chunk j is P's columns
+    // j, j + n, ...: the contraction may take the tokens in any order both operands share), so
+    // each partition's run is n consecutive tokens' rows, and the runs of consecutive partitions
+    // touch: each row's part is one contiguous span of HBM, so it goes as its own DMA (rows
+    // interleaved on a partition would cut every run at d elements).
+    if (nfull > 0) {
+      std::vector<Piece> pieces;
+      for (int64_t b = 0; b < cc; ++b) {
+        const TensorView full = rows.select(0, b).slice(0, st.t0, st.t0 + nfull * np);
+        AccessPattern ap{full.offset(), {{nfull * full.strides()[0], np}, {full.strides()[0], nfull},
+                                         {full.strides()[1], d}}};
+        pieces.push_back({0, full.ap(ap), b * nfull * d});
+      }
+      out_chunks.push_back(std::move(pieces));
     }
     // With this step's token the cache's position T - 1 is not used: a chunk of that token alone
     // is not loaded (pv takes it from vn); in a longer chunk it rides along, unused, so the
@@ -357,35 +392,79 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   struct Item {
     bool is_k;
     int64_t step, pack, chunks;
+    int64_t first_chunk;  // K: its span's chunk; V: the first of its `chunks` chunks
   };
   std::vector<std::vector<Piece>> chunks;
   std::vector<Item> order;
-  auto add_k = [&](int64_t k) {
-    for (int64_t i = 0; i < group_packs(steps[k].group); ++i) {
-      chunks.push_back(k_chunk(steps[k], i));
-      order.push_back({true, k, i, 1});
+  // The K chunk of (span's first step, pack), pushed at the span's first step.
+  std::vector<std::vector<int64_t>> k_chunk_id;
+  std::vector<size_t> iteration_begin;
+  auto build = [&]() {
+  chunks.clear();
+  order.clear();
+  iteration_begin.clear();
+  k_chunk_id.assign(steps.size(), {});
+  auto push_k = [&](int64_t k, int64_t i) {
+    const int64_t f = span_first[static_cast<size_t>(k)];
+    std::vector<int64_t>& ids = k_chunk_id[static_cast<size_t>(f)];
+    if (f == k) {
+      ids.push_back(static_cast<int64_t>(chunks.size()));
+      chunks.push_back(k_chunk(k, span_end[static_cast<size_t>(k)], i));
     }
+    order.push_back({true, k, i, 1, ids[static_cast<size_t>(i)]});
+  };
+  auto add_k = [&](int64_t k) {
+    for (int64_t i = 0; i < group_packs(steps[k].group); ++i) push_k(k, i);
   };
   for (int64_t k = 0; k < std::min(look, n_steps); ++k) add_k(k);
-  std::vector<size_t> iteration_begin;
   for (int64_t k = 0; k < n_steps; ++k) {
     iteration_begin.push_back(order.size());
     const int64_t kn = k + look;
     const int64_t packs_k = group_packs(steps[k].group);
     const int64_t packs_n = kn < n_steps ? group_packs(steps[kn].group) : 0;
     for (int64_t i = 0; i < std::max(packs_k, packs_n); ++i) {
-      if (i < packs_n) {
-        chunks.push_back(k_chunk(steps[kn], i));
-        order.push_back({true, kn, i, 1});
-      }
+      if (i < packs_n) push_k(kn, i);
       if (i < packs_k) {
         auto v = v_chunks(k, i);
-        order.push_back({false, k, i, static_cast<int64_t>(v.size())});
+        order.push_back({false, k, i, static_cast<int64_t>(v.size()), static_cast<int64_t>(chunks.size())});
         for (auto& piece : v) chunks.push_back(std::move(piece));
       }
     }
   }
   iteration_begin.push_back(order.size());
+  };
+  // The slots the stream needs: chunks are loaded in order, each into a free slot, and used in
+  // `order`; a K span stays resident until its last step, so the pool must hold every chunk
+  // between the oldest still in use and the newest one needed.
+  auto slots_needed = [&]() {
+    std::vector<int64_t> uses(chunks.size(), 0);
+    for (const Item& item : order) {
+      for (int64_t ch = 0; ch < item.chunks; ++ch) ++uses[static_cast<size_t>(item.first_chunk + ch)];
+    }
+    int64_t newest = -1, released = 0, need = 1;
+    std::vector<bool> done(chunks.size(), false);
+    for (const Item& item : order) {
+      for (int64_t ch = 0; ch < item.chunks; ++ch) {
+        const size_t id = static_cast<size_t>(item.first_chunk + ch);
+        newest = std::max<int64_t>(newest, static_cast<int64_t>(id));
+        need = std::max(need, newest + 1 - released);
+        if (--uses[id] == 0) done[id] = true, ++released;
+      }
+    }
+    return need;
+  };
+  // Longer K runs where the pool that needs fits kMaxKvPoolBytes a partition, else shorter.
+  int64_t kv_slots = 0, slot_elements = 0;
+  for (const int64_t min_run : {kMinRunBytes, kMinRunBytes / 2, int64_t{0}}) {
+    make_spans(min_run);
+    build();
+    slot_elements = std::max({plan.block, span_tokens, plan.block / np * cd});
+    const int64_t need = slots_needed();
+    // Beyond the resident chunks, room for the stream to run ahead of the PE.
+    kv_slots = std::max(need + kMinKvSlots,
+                        std::clamp<int64_t>(kKvPoolBytes / (slot_elements * kds), kMinKvSlots, kMaxKvSlots));
+    if (kv_slots * slot_elements * kds <= kMaxKvPoolBytes || min_run == 0) break;
+  }
 
   // ---- on-chip buffers (fixed rings, so the scoreboard sees every reuse) ----
   const int64_t ring = look + 2;
@@ -411,6 +490,12 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     s_ps = psum_ring("scores", look + 1, {np, plan.block}, f32);
     pt_ps = psum_ring("p_t_psum", 2, {np, nj_max * np}, vdt);
     pv_ps = psum_ring("pv", 2, {np, v_stationary ? r * g : cd}, f32);
+    // With two rows a pack, P @ V writes only each row's diagonal block of a pack's [c d, c G]
+    // (pv): the blocks between stay the zeros written here, so the accumulator and the virtual
+    // rows' merge (which weights them by 0) never see stale PSUM.
+    if (c > 1) {
+      for (const Tile& t : pv_ps) nisa::memset(t, 0.0f, Engine::kVector);
+    }
     if (v_stationary) pv_sb = sbuf_ring("pv_t", 2, {np, cd}, f32);
     p_sb = sbuf_ring("p", look + 1, {np, plan.block}, vdt);
     pt_sb = sbuf_ring("p_t", 2, {np, nj_max * np}, vdt);
@@ -454,60 +539,24 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile& t = at(qbd, gi);
     const int64_t b0 = row_lo + gi * r, rows = group_rows(gi);
     if (c > 1) nisa::memset(t, 0.0f, Engine::kGpSimd);
-    if (c == 1) {
-      nisa::dma_copy(t.slice(0, 0, d).slice(1, 0, rows * g).reshape({rows, g}),
-                     params.q.slice(1, b0, b0 + rows).permute({2, 1, 0}));
+    // q^T by transposing DMAs of q's contiguous d-element rows (a permuted dma_copy view costs
+    // one descriptor per element: 4096 at G 8, 4 rows, d 128, about 7 us of the engines).
+    if (g == 1 && c == 1) {  // [rows, d] -> [d, rows]: one transpose for the group
+      nisa::dma_transpose(t.slice(0, 0, d).slice(1, 0, rows), params.q.select(0, 0).slice(0, b0, b0 + rows));
       return;
     }
-    // One DMA per pack position j: rows j, j + c, ... of the group (a DMA's 600 ns fixed cost per
-    // row would hold every queue at the stream's start).
-    for (int64_t j = 0; j < std::min(c, rows); ++j) {
-      const int64_t n = (rows - j + c - 1) / c;
-      nisa::dma_copy(t.slice(0, j * d, (j + 1) * d).reshape({r / c, c, g}).select(2, j).slice(1, 0, n),
-                     params.q.slice(1, b0 + j, b0 + j + (n - 1) * c + 1, c).permute({2, 1, 0}));
+    // Row b (pack i, position j) -> partitions [j d, (j + 1) d), columns (i c + j) G + h: one
+    // [G, d] -> [d, G] transpose a row (the hardware DGE's, G <= 16).
+    for (int64_t b = 0; b < rows; ++b) {
+      const int64_t col = b * g;  // (i c + j) G with i = b / c, j = b % c
+      const int64_t j = b % c;
+      nisa::dma_transpose(t.slice(0, j * d, (j + 1) * d).slice(1, col, col + g),
+                          params.q.select(1, b0 + b));
     }
   };
 
-  // Start-up ramp: a 128 KiB DMA holds its queue about 5 us, so the first chunks are cut (along
-  // their partitions) into pieces of about 1/4 of the bytes streamed before them (at most kMaxPieceBytes), at least
-  // kRampPieceBytes: the first blocks arrive at about the port's pace instead of one whole-chunk
-  // DMA latency late.
-  {
-    int64_t total = 0;
-    for (const auto& chunk : chunks) {
-      for (const Piece& piece : chunk) total += piece.view.size_bytes();
-    }
-    // A short stream (a few MB) is cut so that every queue carries about two pieces of it: one
-    // whole-chunk DMA holds its queue ~5 us, longer than the whole stream's HBM time.
-    const int64_t cap = std::min<int64_t>(
-        kMaxPieceBytes, std::max<int64_t>(kRampPieceBytes, total / (2 * prof.dma_queues())));
-    int64_t streamed = 0;
-    for (auto& chunk : chunks) {
-      int64_t bytes = 0;
-      for (const Piece& piece : chunk) bytes += piece.view.size_bytes();
-      const int64_t piece_bytes = std::min(cap, std::max<int64_t>(kRampPieceBytes, streamed / 4));
-      streamed += bytes;
-      if (piece_bytes >= bytes || chunk.size() != 1) continue;
-      const Piece whole = chunk[0];
-      const int64_t rows = whole.view.dim(0);
-      // The middle of a long stream rounds the piece count down (pieces of at least piece_bytes,
-      // so a 128 KiB chunk is one DMA): 16 queues of 64 KiB DMAs move only 350 GB/s (600 ns fixed
-      // per DMA), below the 362.5 GB/s port. Its first and last MiB keep the smaller pieces, so
-      // the first blocks arrive early and the last ones trail the port by less.
-      const bool middle = total >= kLongStreamBytes && streamed >= kStreamEdgeBytes &&
-                          total - streamed >= kStreamEdgeBytes;
-      const int64_t n = std::min<int64_t>(rows, middle ? std::max<int64_t>(1, bytes / piece_bytes)
-                                                       : (bytes + piece_bytes - 1) / piece_bytes);
-      chunk.clear();
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r0 = rows * i / n, r1 = rows * (i + 1) / n;
-        chunk.push_back({whole.p0 + r0, whole.view.slice(0, r0, r1)});
-      }
-    }
-  }
   // K and V share one dtype (validated), so they share the ring.
-  KvStream stream(core, std::max(plan.block, nj_max * cd), kdt, std::move(chunks),
-                  kSlotsPerQueue * prof.dma_queues());
+  KvStream stream(core, slot_elements, kdt, std::move(chunks), kv_slots);
   if (groups > 0 && n_steps > 0) load_q(0);
   // This step's K column and V row of the core's rows (with_new): two DMAs ahead of the stream.
   // With one row per pack, new_mask[b * G + h, b] = 1 picks each row's own score.
@@ -521,32 +570,23 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   }
   if (with_new) {
-    const int64_t n_rows = row_hi - row_lo, full_packs = n_rows / c, tail = n_rows % c;
+    const int64_t n_rows = row_hi - row_lo;
     kn = core.AllocateSbuf("k_new", {np, (n_rows + c - 1) / c}, kdt);
     vn = core.AllocateSbuf("v_new", {np, n_rows * d}, vdt);
-    const TensorView& kv = params.k_new;
-    const int64_t s0 = kv.strides()[0], s1 = kv.strides()[1];
-    auto load_packs = [&](int64_t first_row, int64_t rows, int64_t pack0, int64_t packs) {
-      const TensorView src = kv.slice(0, first_row, first_row + rows * packs);
-      nisa::dma_copy(kn.slice(0, 0, rows * d).slice(1, pack0, pack0 + packs),
-                     src.ap(AccessPattern{src.offset(), {{s1, rows * d}, {rows * s0, packs}}}));
-    };
-    if (c == 1 || s0 == d * s1) {
-      if (full_packs > 0) load_packs(row_lo, c, 0, full_packs);
-      if (tail > 0) load_packs(row_lo + full_packs * c, tail, full_packs, 1);
-    } else {
-      for (int64_t b = 0; b < n_rows; ++b) {
-        nisa::dma_copy(kn.slice(0, (b % c) * d, (b % c + 1) * d).slice(1, b / c, b / c + 1),
-                       kv.slice(0, row_lo + b, row_lo + b + 1).permute({1, 0}));
-      }
+    // kn[j d + e, i] = k_new[row_lo + i c + j, e]: per pack position j, one transposing DMA of
+    // the rows j, j + c, ... ([n, d] -> [d, n]; a permuted dma_copy costs a descriptor an element).
+    for (int64_t j = 0; j < std::min(c, n_rows); ++j) {
+      const int64_t n = (n_rows - j + c - 1) / c;
+      nisa::dma_transpose(kn.slice(0, j * d, (j + 1) * d).slice(1, 0, n),
+                          params.k_new.slice(0, row_lo + j, row_lo + j + (n - 1) * c + 1, c));
     }
     nisa::dma_copy(vn.slice(0, new_p, new_p + 1).slice(1, 0, n_rows * d).reshape({n_rows, d}),
                    params.v_new.slice(0, row_lo, row_hi));
   }
   stream.Start();
-  int64_t next_chunk = 0, q_loaded = n_steps > 0 ? 1 : 0;
+  int64_t q_loaded = n_steps > 0 ? 1 : 0;
 
-  auto qk = [&](int64_t k, int64_t pack) {
+  auto qk = [&](int64_t k, int64_t pack, int64_t chunk) {
     const Step& st = steps[static_cast<size_t>(k)];
     if (st.group + 1 < groups && q_loaded == st.group + 1) load_q(q_loaded++);
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
@@ -554,8 +594,9 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const Tile qs = at(qbd, st.group).slice(0, 0, cc * d).slice(1, p0, p0 + cc * g);
     const Tile sc = at(s_ps, k).slice(0, p0, p0 + cc * g);
     if (w > 0) {
+      const int64_t col = st.t0 - steps[static_cast<size_t>(span_first[static_cast<size_t>(k)])].t0;
       nisa::nc_matmul(sc.slice(1, 0, w), qs,
-                      stream.Get(next_chunk).slice(0, 0, cc * d).slice(1, 0, w));
+                      stream.Get(chunk).slice(0, 0, cc * d).slice(1, col, col + w));
     }
     if (st.with_new && c > 1) {
       // This step's token: its K column from kn, into the block's last score column (the
@@ -574,8 +615,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       nisa::tensor_tensor(own, all, new_mask.slice(0, 0, pp).slice(1, 0, rows), AluOp::kMultiply);
       nisa::tensor_reduce(at(s_ps, k).slice(0, 0, pp).slice(1, st.w - 1, st.w), AluOp::kAdd, own, {1});
     }
-    stream.Release();
-    ++next_chunk;
+    if (k == span_end[static_cast<size_t>(k)] - 1) stream.Release(chunk);
   };
 
   auto softmax = [&](int64_t k) {
@@ -629,10 +669,13 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     const int64_t pp = group_rows(st.group) * g;
     const Tile& pt = at(pt_ps, k);
     const int64_t nj = (st.w + np - 1) / np, nfull = st.w / np;
+    // Chunk j < nfull: P's columns j, j + nfull, ... (V's token order, v_chunks); the
+    // remainder: the last st.w % 128 columns in order.
     for (int64_t j = 0; j < nj; ++j) {
       const int64_t wj = std::min(np, st.w - j * np);
-      nisa::nc_transpose(pt.slice(0, 0, wj).slice(1, j * pp, (j + 1) * pp),
-                         at(p_sb, k).slice(0, 0, pp).slice(1, j * np, j * np + wj));
+      const Tile src = j < nfull ? at(p_sb, k).slice(0, 0, pp).slice(1, j, nfull * np, nfull)
+                                 : at(p_sb, k).slice(0, 0, pp).slice(1, j * np, j * np + wj);
+      nisa::nc_transpose(pt.slice(0, 0, wj).slice(1, j * pp, (j + 1) * pp), src);
     }
     const Tile& dst = at(pt_sb, k);
     if (nfull > 0) {
@@ -645,7 +688,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
     }
   };
 
-  auto pv = [&](int64_t k, int64_t pack, int64_t n_chunks) {
+  auto pv = [&](int64_t k, int64_t pack, int64_t n_chunks, int64_t first_chunk) {
     const Step& st = steps[static_cast<size_t>(k)];
     const int64_t pp = group_rows(st.group) * g;
     const int64_t b0 = row_lo + st.group * r + pack * c, cc = std::min(c, row_hi - b0);
@@ -654,12 +697,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
                                   : at(pv_ps, k).slice(0, p0, p0 + cc * g).slice(1, 0, cc * d);
     const Tile& pt = at(pt_sb, k);
     int64_t j = 0;
-    const bool split = split_v(k);
-    for (int64_t ch = 0; ch < n_chunks; ++ch, ++next_chunk) {
-      const Tile slot = stream.Get(next_chunk);
-      const bool full = split ? ch < nfull : ch == 0 && nfull > 0;
-      const int64_t n_in = full && !split ? nfull : 1, wj = full ? np : rem;
-      const Tile v = slot.slice(0, 0, wj).slice(1, 0, n_in * cc * d).reshape({n_in, cc * d});
+    for (int64_t ch = 0; ch < n_chunks; ++ch) {
+      const Tile slot = stream.Get(first_chunk + ch);
+      const bool full = ch == 0 && nfull > 0;
+      const int64_t n_in = full ? nfull : 1, wj = full ? np : rem;
+      // Row bb's 128 tokens of chunk jj: [wj, d] at free offset (bb n_in + jj) d (v_chunks).
+      auto v_of = [&](int64_t bb, int64_t jj) {
+        return slot.slice(0, 0, wj).slice(1, (bb * n_in + jj) * d, (bb * n_in + jj + 1) * d);
+      };
       for (int64_t jj = 0; jj < n_in; ++jj, ++j) {
         // This step's token (partition new_p of the step's last 128-token chunk) contracts apart,
         // its V rows from vn: the cache DMA skipped that partition.
@@ -667,22 +712,29 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
         const int64_t pw = new_here ? wj - 1 : wj;
         const Tile p_t = pt.slice(1, j * pp + p0, j * pp + p0 + cc * g);
         bool accumulate = j > 0;
-        auto matmul = [&](const Tile& v_rows, const Tile& p_rows) {
+        auto matmul = [&](const Tile& out, const Tile& v_rows, const Tile& p_rows, bool acc) {
           if (v_stationary) {
-            nisa::nc_matmul(dst, v_rows, p_rows, {.accumulate = accumulate});
+            nisa::nc_matmul(out, v_rows, p_rows, {.accumulate = acc});
           } else {
-            nisa::nc_matmul(dst, p_rows, v_rows, {.accumulate = accumulate});
+            nisa::nc_matmul(out, p_rows, v_rows, {.accumulate = acc});
           }
-          accumulate = true;
         };
-        if (pw > 0) matmul(v.slice(0, 0, pw).select(1, jj), p_t.slice(0, 0, pw));
+        // One matmul per row of the pack, into its diagonal block of dst (the pack's rows sit
+        // apart in the slot, so each row's V is a plain [wj, d] operand).
+        for (int64_t bb = 0; bb < cc && pw > 0; ++bb) {
+          const Tile out = v_stationary ? dst.slice(0, bb * d, (bb + 1) * d).slice(1, bb * g, (bb + 1) * g)
+                                        : dst.slice(0, bb * g, (bb + 1) * g).slice(1, bb * d, (bb + 1) * d);
+          matmul(out, v_of(bb, jj).slice(0, 0, pw), p_t.slice(1, bb * g, (bb + 1) * g).slice(0, 0, pw),
+                 accumulate);
+        }
+        if (pw > 0) accumulate = true;
         if (new_here) {
           const int64_t v0 = (b0 - row_lo) * d;
-          matmul(vn.slice(0, new_p, new_p + 1).slice(1, v0, v0 + cc * d),
-                 p_t.slice(0, new_p, new_p + 1));
+          matmul(dst, vn.slice(0, new_p, new_p + 1).slice(1, v0, v0 + cc * d),
+                 p_t.slice(0, new_p, new_p + 1), accumulate);
         }
       }
-      stream.Release();
+      stream.Release(first_chunk + ch);
     }
     (void)pp;
   };
@@ -703,12 +755,14 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
       pvt = at(pv_sb, k).slice(0, 0, pp);
       nisa::nc_transpose(pvt, src, Engine::kVector);
     }
-    // pvt is in SBUF with V stationary, else in PSUM, which GpSimd cannot read.
+    // pvt is in SBUF with V stationary, else in PSUM, which GpSimd cannot read. The update runs
+    // on Vector either way: on GpSimd (150 + 2N cycles for fp32) the last step's took 0.5 us of
+    // the kernel's tail (B 4, G 8, T 1025, LNC 2: 8.91 -> 8.62 us).
     if (st.first) {
       nisa::tensor_copy(acc, pvt, v_stationary ? Engine::kGpSimd : Engine::kScalar);
     } else {
       nisa::scalar_tensor_tensor(acc, acc, AluOp::kMultiply, at(alpha, k).slice(0, 0, pp),
-                                 AluOp::kAdd, pvt, v_stationary ? Engine::kGpSimd : Engine::kVector);
+                                 AluOp::kAdd, pvt, Engine::kVector);
     }
   };
 
@@ -866,7 +920,7 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
   size_t it = 0;
   int64_t pending = -1;
   for (int64_t k = 0; k < std::min(look, n_steps); ++k) {
-    for (; it < order.size() && order[it].is_k && order[it].step == k; ++it) qk(k, order[it].pack);
+    for (; it < order.size() && order[it].is_k && order[it].step == k; ++it) qk(k, order[it].pack, order[it].first_chunk);
     softmax(k);
   }
   // Step k's accumulator update is issued in iteration k + 1, after the P^T eviction of step
@@ -890,11 +944,11 @@ void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& para
          i < iteration_begin[static_cast<size_t>(k) + 1]; ++i) {
       const Item& item = order[i];
       if (item.is_k) {
-        qk(item.step, item.pack);
+        qk(item.step, item.pack, item.first_chunk);
       } else {
         if (first_pv && k + 1 < n_steps && transposed_ahead(k + 1)) transpose(k + 1);
         first_pv = false;
-        pv(item.step, item.pack, item.chunks);
+        pv(item.step, item.pack, item.chunks, item.first_chunk);
       }
     }
     if (k + look < n_steps) softmax(k + look);
@@ -918,8 +972,16 @@ void AttentionTkgAppendKernel(const KernelContext& ctx, const AttentionTkgParams
   // The queue the kernel's stores left free (it frees when the core's KV stream ends).
   nisa::DmaOptions queue;
   queue.queue = static_cast<int>(ctx.core.profile().dma_queues()) - 1;
-  if (ctx.prg_id == 0) nisa::dma_copy(params.k_cache.select(2, last), params.k_new, queue);
-  if (ctx.prg_id == ctx.n_prgs - 1) nisa::dma_copy(params.v_cache.select(1, last), params.v_new, queue);
+  // Each core writes its share of the rows, K and V. K's column T - 1 is one element a
+  // descriptor whatever the view ([Bl, d] at stride T); seen as [d, rows] its d outer rows
+  // spread over all the engines instead of one engine a row (Bl 4 on one core: 128 descriptors
+  // on each of 4 engines, 3.5 us, against 32 on each of 16).
+  const int64_t bl = params.k_new.dim(0);
+  const int64_t r0 = bl * ctx.prg_id / ctx.n_prgs, r1 = bl * (ctx.prg_id + 1) / ctx.n_prgs;
+  if (r1 == r0) return;
+  nisa::dma_copy(params.k_cache.select(2, last).slice(0, r0, r1).permute({1, 0}),
+                 params.k_new.slice(0, r0, r1).permute({1, 0}), queue);
+  nisa::dma_copy(params.v_cache.select(1, last).slice(0, r0, r1), params.v_new.slice(0, r0, r1), queue);
 }
 
 namespace {

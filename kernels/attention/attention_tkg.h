@@ -26,15 +26,14 @@
 //     stationary, V moving. A block's running-sum and accumulator updates are issued one block
 //     late, after the next block's P^T eviction, so the in-order GpSimd queue never holds that
 //     eviction (and the PE) behind a softmax chain.
-//   * The K / V blocks stream from HBM through a ring of SBUF slots over the DMA queues in the
-//     order the PE consumes them (the scores of block k + L interleaved with P @ V of block k),
-//     cut into DMAs of at most 96 KiB (smaller at the start and for short streams, so every queue
-//     carries its share and the first blocks arrive early; past its first MiB a stream of 6 MiB
-//     or more rounds the piece count down instead, so a 128 KiB chunk is one DMA and the 16
-//     queues outrun the HBM port, but for its last MiB), so the PE and the other engines trail
-//     the HBM stream. The last block's V goes as one slot per 128-token chunk when those fit one
-//     wave of the queues, so its P @ V matmuls start as their own chunks land. With d < 128, q
-//     loads as one DMA per pack position (rows j, j + c, ...), not one per row.
+//   * The K / V blocks stream from HBM through a pool of SBUF slots in the order the PE consumes
+//     them (the scores of block k + L interleaved with P @ V of block k), each chunk one DMA
+//     (one transfer already uses all 16 DMA engines: docs/dma.md), shaped for long contiguous
+//     runs a partition: K of a pack goes as a span of consecutive blocks (4 KiB a partition where
+//     the slots it keeps resident fit, else 2 KiB), V with partition p holding the block's
+//     tokens p n + j (n = w / 128; P^T chunk j is P's columns j, j + n, ..., so both operands of
+//     the contraction share the order), one DMA per row. q and k_new load as transposing DMAs of
+//     their contiguous rows (a permuted view costs one descriptor an element).
 //   * LNC = 2 with an even Bl splits the rows (core 0 the first Bl / 2) when a core's softmax
 //     still trails its half of the stream (cost-model estimate; a core's instructions cover one
 //     group, so halving a single group doubles its softmax time): each core streams all T tokens
@@ -43,8 +42,8 @@
 //     partial (max, sum, unnormalised output) per group; the partials are exchanged with
 //     sendrecv and merged exactly (log-sum-exp), and core c stores half of the group's rows (or,
 //     for a one-row group, half of its heads).
-//   * One batch row whose PE work per block reaches 85% of its HBM time (the plan's estimate;
-//     every trn2 d and dtype) with at least 16384 tokens per core: AttentionTkgInto() runs it
+//   * One batch row whose PE work per block reaches 85% of its HBM time (the plan's estimate; on
+//     trn2 d 64 and fp32, not d 128 in bf16) with at least 16384 tokens per core: AttentionTkgInto() runs it
 //     as V virtual rows (up to 8 per core, at least 2048 tokens each; the caches seen as
 //     [V, d, T / V]), which share the PE transposes, the softmax instructions and (d <= 64) the
 //     matmuls, and merge exactly on chip: the per-head max across the partitions by a PE
@@ -126,8 +125,9 @@ AttentionTkgPlan PlanAttentionTkg(const AttentionTkgParams& params, int lnc,
 void AttentionTkgKernel(const KernelContext& ctx, const AttentionTkgParams& params,
                         const TensorView& out, const TensorView& row_out = {});
 
-// The SPMD append of k_new / v_new into position T - 1 of the caches: one HBM-to-HBM DMA per
-// cache (core 0 writes K, core 1 V; LNC 1 core 0 both), on the queue that frees first. Run it in
+// The SPMD append of k_new / v_new into position T - 1 of the caches: each core writes its share
+// of the rows, one HBM-to-HBM DMA per cache (K's column seen as [d, rows], so its one-element
+// descriptors spread over every engine), on the last DMA queue. Run it in
 // a launch after AttentionTkgKernel's: the simulator orders HBM writes per buffer, so a write
 // into a cache while a core still reads it would hold those reads. No-op without k_new.
 // REQUIRES: params valid.

@@ -3,7 +3,9 @@
 #include <iostream>
 
 #include "kernels/reference/causal_attention_ref.h"
+#include "runtime/cost_model.h"
 #include "runtime/hardware_profile.h"
+#include "runtime/pe_throttle.h"
 #include "runtime/rng.h"
 
 namespace nkisim::kernels::testing {
@@ -51,9 +53,20 @@ void ExpectCteMatchesGolden(const CteCase& c, const CteRun& run) {
 }
 
 double CtePeBoundNs(const CteCase& c, const LogicalCore& lnc, bool exact) {
+  const HardwareProfile& p = lnc.profile();
   const double flops = exact ? AttentionCausalFlops(c.b, c.n_q, c.s, c.d)
                              : AttentionCteFlops(c.b, c.n_q, c.s, c.d);
-  return flops / (PeakBf16Tflops(lnc.profile()) * 1000.0 * lnc.lnc());
+  // The matmul flops at the nc_matmul row's full rate: a [128 x 128] stationary against 512
+  // moving columns, MatmulNs(p, 128, 512, bf16) = 512 PE cycles for 2 x 128 x 128 x 512 flops,
+  // spread over the cores.
+  const double per_matmul_flops = 2.0 * p.partitions() * p.pe_cols() * p.pe_max_moving_free();
+  const double work_ns =
+      flops / per_matmul_flops * MatmulNs(p, p.pe_cols(), p.pe_max_moving_free(), DType::kBFloat16) /
+      lnc.lnc();
+  // That work as one burst on a cold PE (runtime/pe_throttle.h): the current ramp costs a cold
+  // start about 750 ns on trn2 (0.5 T + T^2 / 12000 ns of work in the first T <= 3000 ns).
+  PeThrottle cold;
+  return cold.Run(p, 0.0, work_ns);
 }
 
 }  // namespace nkisim::kernels::testing

@@ -42,9 +42,11 @@ reference::Tolerance CteTolerance(DType dtype);
 // Checks run.out against CausalAttentionRef; prints the worst error.
 void ExpectCteMatchesGolden(const CteCase& c, const CteRun& run);
 
-// The PE bound of the case, in ns: AttentionCteFlops (the causal triangle in whole 128 x 128
-// squares, as the kernel computes it) at the bf16 PE peak of lnc cores. exact = true uses
-// AttentionCausalFlops (S (S + 1) / 2 pairs) instead.
+// The PE bound of the case, in ns, from runtime/cost_model.h and runtime/pe_throttle.h: the
+// matmuls of AttentionCteFlops (the causal triangle in whole 128 x 128 squares, as the kernel
+// computes it) at the nc_matmul row's full rate (MatmulNs of 512 moving columns), split over the
+// lnc cores, run as one burst from a cold PE (the current ramp: about 750 ns more on trn2).
+// exact = true uses AttentionCausalFlops (S (S + 1) / 2 pairs) instead.
 double CtePeBoundNs(const CteCase& c, const LogicalCore& lnc, bool exact = false);
 
 class CteCaseTest : public ::testing::TestWithParam<CteCase> {};

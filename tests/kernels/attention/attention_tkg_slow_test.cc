@@ -59,14 +59,19 @@ TEST(TkgVirtualRowsTest, OnlyWhereThePeOutrunsTheStream) {
   EXPECT_EQ(plan(TkgCase{"b", 32768, 8, 1, 64, 2, kBf16}).virtual_rows, 16);
   EXPECT_EQ(plan(TkgCase{"c", 32768, 4, 1, 128, 1, kFp32}).virtual_rows, 8);
   EXPECT_EQ(plan(TkgCase{"d", 32768, 32, 1, 64, 1, kBf16}).virtual_rows, 4);  // 128 / G
-  EXPECT_EQ(plan(TkgCase{"e", 32768, 8, 1, 128, 1, kBf16}).virtual_rows, 8);
+  // d 128 in bf16: since the ISA rows (no 60-cycle access overhead on a matmul) a block's PE work
+  // is 213 + 4 x (26.7 + 26.7) = 427 ns at 2.4 GHz against 723 ns of HBM (59%, below 85%): the
+  // plain plan (8 virtual rows before, at 654 of 723 ns).
+  EXPECT_EQ(plan(TkgCase{"e", 32768, 8, 1, 128, 1, kBf16}).virtual_rows, 1);
   EXPECT_EQ(plan(TkgCase{"f", 8192, 8, 1, 64, 1, kBf16}).virtual_rows, 1);
   EXPECT_EQ(plan(TkgCase{"g", 32768, 8, 2, 64, 1, kBf16}).virtual_rows, 1);
   EXPECT_EQ(plan(TkgCase{"h", 32768, 8, 1, 64, 1, kBf16}, /*with_new=*/true).virtual_rows, 8);
-  // A PE twice as fast (4.8 GHz) spends 327 of 723 ns of HBM time on a d 128 block: the plain plan.
+  // A PE twice as fast (4.8 GHz) spends 213 of 361 ns of HBM time on a d 64 block: the plain
+  // plan (at 2.4 GHz 427 ns: virtual rows, case a). (Before the ISA rows this was the d 128 case,
+  // 327 of 723 ns; d 128 is now plain at 2.4 GHz already, case e.)
   HardwareProfile fast = Trn2Profile();
   fast.set_pe_freq_ghz(2 * fast.pe_freq_ghz());
-  EXPECT_EQ(PlanAttentionTkg(MakeTkgParams(TkgCase{"i", 32768, 8, 1, 128, 1, kBf16}), 1, fast)
+  EXPECT_EQ(PlanAttentionTkg(MakeTkgParams(TkgCase{"i", 32768, 8, 1, 64, 1, kBf16}), 1, fast)
                 .virtual_rows,
             1);
 }
@@ -82,7 +87,9 @@ TEST(TkgVirtualRowsTest, Lnc1MergesOnChip) {
   }
   std::vector<std::string> after;
   for (const InstructionRecord& r : run.lnc->core(0).timeline().records()) {
-    if (IsDma(r.engine) && r.start_ns >= last_matmul) after.push_back(r.shapes.data());
+    // A transfer's record on its queue's row (trigger to completion): one per DMA, whatever
+    // engines its shares use.
+    if (IsDmaQueue(r.engine) && r.start_ns >= last_matmul) after.push_back(r.shapes.data());
   }
   ASSERT_EQ(after.size(), 1u) << "only the result's store follows the last matmul";
   EXPECT_EQ(after[0], "src[8,64]bf16 dst[8,64]bf16");
@@ -93,8 +100,13 @@ TEST(TkgVirtualRowsTest, Lnc1MergesOnChip) {
 // 1.51x (the merge on chip takes about 1.2 us after the last block; at LNC 2, 11.6 us of HBM per
 // core, the K chunks' 64 KiB DMAs start the stream late and its last blocks' P @ V trail it).
 TEST(TkgVirtualRowsTest, FasterThanThePlainPlanOnALongRow) {
-  for (const auto& [c, limit] : {std::pair{TkgCase{"t32768_g8_b1_d64_lnc1", 32768, 8, 1, 64, 1, kBf16}, 1.25},
-                                 std::pair{TkgCase{"t32768_g8_b1_d64_lnc2", 32768, 8, 1, 64, 2, kBf16}, 1.52}}) {
+  // Under the DMA engine model (docs/dma.md) the bars were re-set (2026-12-04, issue 40): on
+  // dev40 before the kernel's rescheduling the plans ran at 3.71x / 3.89x (plain / virtual,
+  // LNC 1) and 4.51x / 4.42x (LNC 2) - permuted q loads and 256 B V runs; rescheduled 2.14x /
+  // 1.44x and 2.70x / 2.03x. The stream floor (the bound + 2 x 1.3 us) is 1.11x (LNC 1) and
+  // 1.22x (LNC 2) of the bound. Old bars: 1.25x and 1.52x, virtual < 0.75x plain.
+  for (const auto& [c, limit] : {std::pair{TkgCase{"t32768_g8_b1_d64_lnc1", 32768, 8, 1, 64, 1, kBf16}, 1.52},
+                                 std::pair{TkgCase{"t32768_g8_b1_d64_lnc2", 32768, 8, 1, 64, 2, kBf16}, 2.14}}) {
     const AttentionTkgParams p = MakeTkgParams(c);
     const double bound = TkgRooflineNs(p, c.lnc);
     LogicalCore plain(c.lnc, Trn2Profile());
@@ -107,7 +119,7 @@ TEST(TkgVirtualRowsTest, FasterThanThePlainPlanOnALongRow) {
               << "x the bound\n";
     EXPECT_GT(plain_ratio, 1.85) << c.name;
     EXPECT_LE(virtual_ratio, limit) << c.name;
-    EXPECT_LT(virtual_ratio, 0.75 * plain_ratio) << c.name;
+    EXPECT_LT(virtual_ratio, 0.8 * plain_ratio) << c.name;
     // Both plans compute the same attention (the golden grid checks each against fp64).
     const std::vector<float> plain_out = out.ToFloats();
     EXPECT_TRUE(WithinTolerance(run.out.ToFloats(), std::vector<double>(plain_out.begin(), plain_out.end()),
@@ -117,12 +129,18 @@ TEST(TkgVirtualRowsTest, FasterThanThePlainPlanOnALongRow) {
 
 class TkgRooflineTest : public ::testing::TestWithParam<TkgCase> {};
 
-// Within the 1.25x target; the guards are what the kernel achieves, with a little margin (the
-// middle of each stream moves whole 128 KiB chunks, so the HBM port runs at its full rate).
+// The guards are what the kernel achieves, with a little margin. Re-set 2026-12-04 for the DMA
+// engine model (docs/dma.md), old bar -> dev40 before rescheduling -> now: t1024 d128 LNC 1
+// 1.06 -> 3.01x -> 1.28x; t8192 d128 LNC 1 1.03 -> 1.86x -> 1.07x; t8192 d128 LNC 2 1.03 ->
+// 1.88x -> 1.10x; t8192 d64 LNC 2 1.07 -> 3.85x -> 1.22x; t32768 d128 LNC 2 1.03 -> 1.72x ->
+// 1.05x. What is left is the K stream: K^T [Bl, d, T] gives each partition one run of the span's
+// tokens, 2 KiB where 16 packs' spans fit the slot pool (80% of an engine's rate: 27.5 ns a
+// descriptor), and a T 1024 row is only two spans.
 double Bl32Limit(const std::string& name) {
-  if (name == "t1024_g8_b32_d128_lnc1") return 1.06;  // 1.04x
-  if (name == "t8192_g8_b32_d64_lnc2") return 1.07;   // 1.06x
-  return 1.03;                                         // 1.00 - 1.02x
+  if (name == "t1024_g8_b32_d128_lnc1") return 1.33;  // 1.28x
+  if (name == "t8192_g8_b32_d64_lnc2") return 1.27;   // 1.22x
+  if (name == "t8192_g8_b32_d128_lnc2") return 1.14;  // 1.10x
+  return 1.11;                                         // 1.05 - 1.07x
 }
 
 TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {
@@ -141,12 +159,15 @@ TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {
 //    not the PE, are the limit. Each core's 1025 tokens are blocks of 384 + 384 + 257, so each of
 //    its 16 rows streams as 7+ DMAs (one of them a 1-token V row of 256 bytes, which k_new /
 //    v_new removes), each holding its queue 600 ns before any byte: the queues are ~85% busy.
+// Re-set 2026-12-04 (DMA engine model): T1024Lnc2 1.13 -> dev40 3.20x -> 1.41x; T1025G1Lnc2
+// 1.19 -> 2.52x -> 1.34x; T1024Lnc2WithNewRows 1.23 -> 4.20x -> 1.66x (the append's K column
+// is one descriptor an element: 2048 a core). The text above is from the queue model.
 TEST(TkgRooflineGapTest, T1024Lnc2) {
-  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.13,
+  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2", 1024, 8, 32, 128, 2, kBf16}, 1.46,
                           /*check_golden=*/true);
 }
 TEST(TkgRooflineGapTest, T1025G1Lnc2) {
-  ExpectTkgWithinRoofline(TkgCase{"t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.19,
+  ExpectTkgWithinRoofline(TkgCase{"t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.39,
                           /*check_golden=*/true);
 }
 // With k_new / v_new at T = 1024 this step's token is the last partition of a full 128-token V
@@ -154,7 +175,7 @@ TEST(TkgRooflineGapTest, T1025G1Lnc2) {
 // stores: 16 stores per core take every queue) ends the kernel: 1.20x. At the default job's
 // T = 1025 the token is alone in its chunk and k_new / v_new is the cheaper form.
 TEST(TkgRooflineGapTest, T1024Lnc2WithNewRows) {
-  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2_new", 1024, 8, 32, 128, 2, kBf16}, 1.23,
+  ExpectTkgWithinRoofline(TkgCase{"t1024_g8_b32_d128_lnc2_new", 1024, 8, 32, 128, 2, kBf16}, 1.72,
                           /*check_golden=*/true, /*with_new=*/true);
 }
 

@@ -128,15 +128,19 @@ TEST(TkgLncTest, Lnc1AndLnc2Agree) {
 // compute engines' per-instruction costs (docs/engine-costs.md): each small dependent instruction
 // now pays the 200-cycle dependent overhead and a cold PE its ramp, so these short, latency-bound
 // kernels went from 1.54, 2.14 and 1.19x to 1.66, 2.44 and 1.33x their floors.
+// Under the DMA engine model (docs/dma.md; the floor is now the bound + 2 x 1.3 us) dev40 ran
+// them at 2.78, 2.57, 1.89 and 3.43x the floor (permuted q loads, 256 B V runs, 768 B K runs);
+// rescheduled (2026-12-04) 1.57, 1.27, 1.97 and 1.22x: three limits tightened to about that + 5%,
+// the d 64 one-row case (its 0.2 us slower start: the 2 KiB K span) keeps 2.56.
 TEST(TkgStreamFloorTest, ShortStreamsStayNearTheirFloor) {
   const struct {
     TkgCase c;
     double limit;
   } cases[] = {
-      {{"floor_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 1.75},
-      {{"floor_t1024_g8_b4_d128_lnc1", 1024, 8, 4, 128, 1, kBf16}, 1.41},
+      {{"floor_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 1.65},
+      {{"floor_t1024_g8_b4_d128_lnc1", 1024, 8, 4, 128, 1, kBf16}, 1.33},
       {{"floor_t1024_g1_b1_d64_lnc1", 1024, 1, 1, 64, 1, kBf16}, 2.56},
-      {{"floor_t4096_g8_b4_d64_lnc1", 4096, 8, 4, 64, 1, kBf16}, 1.40},
+      {{"floor_t4096_g8_b4_d64_lnc1", 4096, 8, 4, 64, 1, kBf16}, 1.29},
   };
   for (const auto& [c, limit] : cases) {
     const AttentionTkgParams p = MakeTkgParams(c);
@@ -266,11 +270,15 @@ TEST(TkgPerformanceTest, SmallBatchNoRegression) {
     TkgCase c;
     double limit;
   };
-  for (const Guard& g : {Guard{{"perf_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 2.47},
-                         Guard{{"perf_t4096_g8_b4_d128_lnc1", 4096, 8, 4, 128, 1, kBf16}, 1.16},
-                         Guard{{"perf_t4096_g8_b4_d128_lnc2", 4096, 8, 4, 128, 2, kBf16}, 1.54},
-                         Guard{{"perf_t2048_g8_b8_d128_lnc2", 2048, 8, 8, 128, 2, kBf16}, 1.35},
-                         Guard{{"perf_t4096_g8_b8_d64_lnc1", 4096, 8, 8, 64, 1, kBf16}, 1.17}}) {
+  // Re-set 2026-12-04 for the DMA engine model, old bar -> dev40 before rescheduling -> now
+  // (x the bound; the stream floor is the bound + 2.6 us: 1.89x, 1.11x, 1.22x, 1.22x, 1.11x):
+  // 2.47 -> 5.23 -> 2.95; 1.16 -> 2.36 -> 1.32; 1.54 -> 3.03 -> 1.50; 1.35 -> 3.12 -> 1.61;
+  // 1.17 -> 3.90 -> 1.39.
+  for (const Guard& g : {Guard{{"perf_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 3.07},
+                         Guard{{"perf_t4096_g8_b4_d128_lnc1", 4096, 8, 4, 128, 1, kBf16}, 1.39},
+                         Guard{{"perf_t4096_g8_b4_d128_lnc2", 4096, 8, 4, 128, 2, kBf16}, 1.56},
+                         Guard{{"perf_t2048_g8_b8_d128_lnc2", 2048, 8, 8, 128, 2, kBf16}, 1.68},
+                         Guard{{"perf_t4096_g8_b8_d64_lnc1", 4096, 8, 8, 64, 1, kBf16}, 1.44}}) {
     ExpectTkgWithinRoofline(g.c, g.limit, /*check_golden=*/false);
   }
 }
@@ -292,10 +300,15 @@ TEST(TkgPerformanceTest, DefaultJobShapes) {
     bool with_new;
   };
   for (const Guard& g :
-       {Guard{{"job_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 2.47, false},
-        Guard{{"job_t1025_g8_b4_d128_lnc2_new", 1025, 8, 4, 128, 2, kBf16}, 2.66, true},
-        Guard{{"job_t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.25, false},
-        Guard{{"job_t1025_g1_b32_d128_lnc2_new", 1025, 1, 32, 128, 2, kBf16}, 1.24, true}}) {
+       // Re-set 2026-12-04 for the DMA engine model, old bar -> dev40 before rescheduling ->
+       // now (x the bound): 2.47 -> 5.23 -> 2.95; 2.66 -> 6.50 -> 3.36; 1.25 -> 2.52 -> 1.34;
+       // 1.24 -> 3.31 -> 1.50. The floor of the B 4 shape alone is 1.88x its 2.9 us bound
+       // (2 x 1.3 us of DMA latency); with k_new the append's K column (one descriptor an
+       // element) follows the kernel.
+       {Guard{{"job_t1025_g8_b4_d128_lnc2", 1025, 8, 4, 128, 2, kBf16}, 3.07, false},
+        Guard{{"job_t1025_g8_b4_d128_lnc2_new", 1025, 8, 4, 128, 2, kBf16}, 3.50, true},
+        Guard{{"job_t1025_g1_b32_d128_lnc2", 1025, 1, 32, 128, 2, kBf16}, 1.39, false},
+        Guard{{"job_t1025_g1_b32_d128_lnc2_new", 1025, 1, 32, 128, 2, kBf16}, 1.56, true}}) {
     ExpectTkgWithinRoofline(g.c, g.limit, /*check_golden=*/true, g.with_new);
   }
 }
