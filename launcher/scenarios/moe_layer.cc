@@ -262,6 +262,7 @@ ScenarioFootprint RunMoe(PlanRun& run) {
     out.check = [&s, biased, ref, rule, d, family](const reference::Tolerance& tol) {
       return RouterCheck(biased, ref, s.routing, rule, d, family, tol, &s.golden_routing);
     };
+    out.chain = out.check;  // the layer's own input: its chain golden is the same
     return out;
   });
 
@@ -439,6 +440,11 @@ ScenarioFootprint RunMoe(PlanRun& run) {
     std::vector<double> chain =
         reference::MoeLayerRef(x, d.t, d.h, d.inter, s.golden_routing, refs, -1, nullptr, 0);
     std::vector<float> actual = s.out.ToFloats();
+    // The layer output at global indices (token q T + t): the plans of a job compare the tokens
+    // they share. One member of each TP group records (they hold the same rows).
+    if (d.p == 0) {
+      RecordLayerSample(run.result, run.plan.name, 0, 0, d.ep * d.t * d.h, d.q * d.t * d.h, actual);
+    }
     return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
   });
   footprint.kv_cache_bytes = 0;

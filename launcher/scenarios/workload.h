@@ -8,7 +8,8 @@
 //   * records samples of the layer output at fixed global indices, so the launcher can check that
 //     every plan of a job computes the same layer (the plan changes cost, not results).
 // Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc), moe
-// (launcher/scenarios/moe_layer.cc: one mixture-of-experts layer; it records no layer samples).
+// (launcher/scenarios/moe_layer.cc: one mixture-of-experts layer; its samples are indexed by global
+// token, so plans of different moe_ep compare the tokens they share).
 #pragma once
 
 #include <algorithm>
