@@ -474,6 +474,16 @@ void Check(ResolvedScenario& r, ProblemList& problems) {
     return;
   }
   CheckModelAndWorkload(s, problems);
+  if (s.has_moe()) {
+    problems.push_back(StrCat("moe: set, but workload is '", s.workload(), "'; the MoE layer is ",
+                              "workload: \"moe\""));
+  }
+  for (const proto::Plan& p : s.plans()) {
+    if (p.moe_ep() != 0 || p.moe_tp() != 0) {
+      problems.push_back(StrCat("plan '", p.name(), "': moe_ep ", p.moe_ep(), " / moe_tp ", p.moe_tp(),
+                                ": expert parallelism is a plan of workload \"moe\""));
+    }
+  }
   if (!s.scenarios().empty()) {
     problems.push_back(StrCat("scenarios: '", s.scenarios(0), "': the scenario list is replaced by ",
                               "plans; write e.g. plans { tp: 64 attention_dp: 8 } plans { tp: 64 } ",
