@@ -221,6 +221,240 @@ struct MoeState {
   int64_t received = 0;
 };
 
+// One rank's MoE layer: the plan's shapes and groups, the state the phases hand on, one method
+// per phase (the table in RunMoe runs them in order).
+struct MoeLayer {
+  explicit MoeLayer(PlanRun& r)
+      : run(r), d(DimsOf(r)), family(reference::ParseRouterFamily(r.scenario.spec.moe().router())),
+        lnc(r.ctx.lnc()), ep(r.ctx.group(kEpGroups)), tp(r.ctx.group(kTpGroups)), dt(r.scenario.dtype) {
+    s.x = TokenRows(run, d, d.q * d.t, d.t);
+    w_router = RouterWeights(run, d);
+    for (int64_t le = 0; le < d.local; ++le) {
+      s.local.push_back(ExpertSlice(run, d, d.first_expert() + le, d.p * d.cols, d.cols));
+    }
+  }
+  PhaseOutput Router();
+  PhaseOutput Dispatch();
+  PhaseOutput DispatchAllToAll();
+  PhaseOutput Experts();
+  PhaseOutput ExpertAllReduce();
+  PhaseOutput CombineAllToAll();
+  PhaseOutput Combine();
+
+  PlanRun& run;
+  const MoeDims d;
+  const reference::RouterFamily family;
+  LogicalCore& lnc;
+  const GroupComm& ep;
+  const GroupComm& tp;
+  const DType dt;
+  TensorView w_router;
+  MoeState s;
+};
+
+PhaseOutput MoeLayer::Router() {
+  s.logits = TensorView::Create({d.t, d.e}, DType::kFloat32, "moe_logits");
+  lnc.Launch([&](const KernelContext& c) { moe::RouterLogitsKernel(c, s.x, w_router, s.logits); });
+  std::vector<float> biased = s.logits.ToFloats();
+  for (int64_t i = 0; i < d.t * d.e; ++i) {
+    biased[static_cast<size_t>(i)] += static_cast<float>(MoeRouterBias(run.scenario.spec.moe(), static_cast<int>(i % d.e)));
+  }
+  TensorView biased_view = TensorView::Create({d.t, d.e}, DType::kFloat32, "moe_logits_biased");
+  biased_view.FromFloats(biased);
+  s.routing = moe::SelectExperts(biased_view, d.k, family);
+  // The golden: fp64 logits of the stored inputs, the same bias, the fp64 rule.
+  std::vector<double> ref = reference::RouterLogitsRef(s.x.ToFloats(), w_router.ToFloats(), d.t, d.h, d.e);
+  for (int64_t i = 0; i < d.t * d.e; ++i) ref[static_cast<size_t>(i)] += MoeRouterBias(run.scenario.spec.moe(), static_cast<int>(i % d.e));
+  const reference::RoutingRef rule = reference::RouteRef(ref, d.t, d.e, d.k, family);
+  PhaseOutput out;
+  out.check = [this, biased, ref, rule](const reference::Tolerance& tol) {
+    return RouterCheck(biased, ref, s.routing, rule, d, family, tol, &s.golden_routing);
+  };
+  out.chain = out.check;  // the layer's own input: its chain golden is the same
+  return out;
+}
+
+PhaseOutput MoeLayer::Dispatch() {
+  s.plan = moe::PlanDispatch(s.routing, d.e, -1);
+  s.x_perm = TensorView::Create({std::max<int64_t>(s.plan.rows(), 1), d.h}, dt, "moe_x_perm");
+  lnc.Launch([&](const KernelContext& c) {
+    moe::DispatchKernel(c, s.plan, s.x, s.x_perm.slice(0, 0, s.plan.rows()));
+  });
+  s.send_rows.assign(static_cast<size_t>(d.ep), 0);
+  for (int64_t j = 0; j < d.ep; ++j) {
+    s.send_rows[j] = s.plan.offset[(j + 1) * d.local] - s.plan.offset[j * d.local];
+  }
+  const std::vector<float> x = s.x.ToFloats();
+  std::vector<float> moved;
+  for (int64_t r = 0; r < s.plan.rows(); ++r) {
+    const auto t = static_cast<size_t>(s.plan.row_token[r]);
+    moved.insert(moved.end(), x.begin() + t * d.h, x.begin() + (t + 1) * d.h);
+  }
+  std::vector<float> actual = Rows(s.x_perm, s.plan.rows());
+  return MovementOutput(std::move(actual), moved, AsDoubles(moved));
+}
+
+PhaseOutput MoeLayer::DispatchAllToAll() {
+  // Metadata (plain MPI, not priced): rows per (peer, local expert) and their global tokens.
+  std::vector<int64_t> per_expert(static_cast<size_t>(d.e));
+  for (int64_t e = 0; e < d.e; ++e) per_expert[e] = s.plan.offset[e + 1] - s.plan.offset[e];
+  std::vector<int64_t> counts_in(static_cast<size_t>(d.e));
+  CheckMpi(MPI_Alltoall(per_expert.data(), static_cast<int>(d.local), MPI_INT64_T, counts_in.data(),
+                        static_cast<int>(d.local), MPI_INT64_T, ep.comm),
+           "moe counts");
+  s.recv_rows.assign(static_cast<size_t>(d.ep), 0);
+  for (int64_t i = 0; i < d.ep; ++i) {
+    for (int64_t le = 0; le < d.local; ++le) s.recv_rows[i] += counts_in[i * d.local + le];
+    s.received += s.recv_rows[i];
+  }
+  std::vector<int64_t> tokens(static_cast<size_t>(s.plan.rows()));
+  for (int64_t r = 0; r < s.plan.rows(); ++r) tokens[r] = d.q * d.t + s.plan.row_token[r];
+  s.recv_tokens = ExchangeInts(ep, tokens, s.send_rows, s.recv_rows);
+  // The regrouping by local expert: expert le's rows from source 0, then 1, ...
+  s.regroup.experts = d.local;
+  s.regroup.offset.assign(static_cast<size_t>(d.local) + 1, 0);
+  for (int64_t le = 0; le < d.local; ++le) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < d.ep; ++i) n += counts_in[i * d.local + le];
+    s.regroup.offset[le + 1] = s.regroup.offset[le] + n;
+  }
+  s.regroup.row_token.assign(static_cast<size_t>(s.received), 0);
+  s.ungroup.experts = 1;
+  s.ungroup.offset = {0, s.received};
+  s.ungroup.row_token.assign(static_cast<size_t>(s.received), 0);
+  std::vector<int64_t> next(s.regroup.offset.begin(), s.regroup.offset.end() - 1);
+  int64_t src_row = 0;
+  for (int64_t i = 0; i < d.ep; ++i) {
+    for (int64_t le = 0; le < d.local; ++le) {
+      for (int64_t n = 0; n < counts_in[i * d.local + le]; ++n, ++src_row) {
+        s.regroup.row_token[next[le]] = src_row;
+        s.ungroup.row_token[src_row] = next[le]++;
+      }
+    }
+  }
+  s.recv = TensorView::Create({std::max<int64_t>(s.received, 1), d.h}, dt, "moe_recv");
+  collectives::all_to_all_v(run.ctx, ep, s.x_perm.slice(0, 0, s.plan.rows()), s.send_rows, s.recv);
+  std::vector<float> moved = RawAllToAllV(ep, s.x_perm, s.send_rows, s.recv_rows);
+  // The chain: every received row is its token's row of the regenerated input.
+  TensorView group_x = TokenRows(run, d, 0, d.ep * d.t);
+  s.all_x = group_x.ToFloats();
+  std::vector<double> golden;
+  golden.reserve(moved.size());
+  for (int64_t tok : s.recv_tokens) {
+    golden.insert(golden.end(), s.all_x.begin() + tok * d.h, s.all_x.begin() + (tok + 1) * d.h);
+  }
+  return MovementOutput(Rows(s.recv, s.received), std::move(moved), std::move(golden));
+}
+
+PhaseOutput MoeLayer::Experts() {
+  const int64_t rows = std::max<int64_t>(s.received, 1);
+  s.x_local = TensorView::Create({rows, d.h}, dt, "moe_x_local");
+  s.y_local = TensorView::Create({rows, d.h}, dt, "moe_y_partial");
+  if (s.received > 0) {
+    lnc.Launch([&](const KernelContext& c) {
+      moe::DispatchKernel(c, s.regroup, s.recv.slice(0, 0, s.received), s.x_local.slice(0, 0, s.received));
+    });
+  }
+  std::vector<double> golden;
+  for (int64_t le = 0; le < d.local; ++le) {
+    const int64_t r0 = s.regroup.offset[le], r1 = s.regroup.offset[le + 1];
+    if (r1 == r0) continue;
+    const ExpertWeights& w = s.local[le];
+    lnc.Launch([&](const KernelContext& c) {
+      moe::ExpertMlpKernel(c, s.x_local.slice(0, r0, r1), w.wg, w.wu, w.wd, s.y_local.slice(0, r0, r1));
+    });
+    const FloatWeights f = Floats(w);
+    const std::vector<double> y =
+        reference::ExpertMlpRef(s.x_local.slice(0, r0, r1).ToFloats(), r1 - r0, d.h, d.cols, f.wg, f.wu, f.wd);
+    golden.insert(golden.end(), y.begin(), y.end());
+  }
+  std::vector<float> actual = Rows(s.y_local, s.received);
+  return PhaseOutput{actual, golden, {}, ChainCheck(actual, golden), {}};
+}
+
+PhaseOutput MoeLayer::ExpertAllReduce() {
+  const int64_t rows = std::max<int64_t>(s.received, 1);
+  s.y_sum = TensorView::Create({rows, d.h}, dt, "moe_y_sum");
+  // Both members of a TP group hold the same tokens, so the same rows (or none).
+  if (s.received > 0) collectives::all_reduce(run.ctx, tp, s.y_local.slice(0, 0, s.received), s.y_sum.slice(0, 0, s.received));
+  const std::vector<float> partial = Rows(s.y_local, s.received);
+  std::vector<double> sent(partial.begin(), partial.end()), local(partial.size());
+  CheckMpi(MPI_Allreduce(sent.data(), local.data(), static_cast<int>(sent.size()), MPI_DOUBLE, MPI_SUM,
+                         tp.comm),
+           "reference all_reduce");
+  // The chain: each local expert's whole MLP (all of I) on its rows of the regenerated input.
+  std::vector<double> chain;
+  chain.reserve(partial.size());
+  for (int64_t le = 0; le < d.local; ++le) {
+    const int64_t r0 = s.regroup.offset[le], r1 = s.regroup.offset[le + 1];
+    if (r1 == r0) continue;
+    std::vector<float> x;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t tok = s.recv_tokens[static_cast<size_t>(s.regroup.row_token[r])];
+      x.insert(x.end(), s.all_x.begin() + tok * d.h, s.all_x.begin() + (tok + 1) * d.h);
+    }
+    const FloatWeights f = Floats(ExpertSlice(run, d, d.first_expert() + le, 0, d.inter));
+    const std::vector<double> y = reference::ExpertMlpRef(x, r1 - r0, d.h, d.inter, f.wg, f.wu, f.wd);
+    chain.insert(chain.end(), y.begin(), y.end());
+  }
+  std::vector<float> actual = Rows(s.y_sum, s.received);
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain)), {}};
+}
+
+PhaseOutput MoeLayer::CombineAllToAll() {
+  const int64_t rows = std::max<int64_t>(s.received, 1);
+  s.y_src = TensorView::Create({rows, d.h}, dt, "moe_y_src");
+  if (s.received > 0) {
+    lnc.Launch([&](const KernelContext& c) {
+      moe::DispatchKernel(c, s.ungroup, s.y_sum.slice(0, 0, s.received), s.y_src.slice(0, 0, s.received));
+    });
+  }
+  s.y_back = TensorView::Create({std::max<int64_t>(s.plan.rows(), 1), d.h}, dt, "moe_y_back");
+  collectives::all_to_all_v(run.ctx, ep, s.y_src.slice(0, 0, s.received), s.recv_rows, s.y_back);
+  std::vector<float> moved = RawAllToAllV(ep, s.y_src, s.recv_rows, s.send_rows);
+  return MovementOutput(Rows(s.y_back, s.plan.rows()), moved, AsDoubles(moved));
+}
+
+PhaseOutput MoeLayer::Combine() {
+  s.weights = TensorView::Create({d.t, d.k}, DType::kFloat32, "moe_weights");
+  s.weights.FromFloats(s.routing.weight);
+  s.out = TensorView::Create({d.t, d.h}, dt, "moe_out");
+  lnc.Launch([&](const KernelContext& c) {
+    moe::CombineKernel(c, s.plan, s.weights, s.y_back.slice(0, 0, s.plan.rows()), nullptr, s.out);
+  });
+  // Its own inputs: the fp64 weighted sum of the returned rows.
+  const std::vector<float> y = Rows(s.y_back, s.plan.rows());
+  std::vector<double> local(static_cast<size_t>(d.t * d.h), 0.0);
+  for (int64_t t = 0; t < d.t; ++t) {
+    for (int64_t j = 0; j < d.k; ++j) {
+      const int64_t row = s.plan.slot_row[t * d.k + j];
+      const double w = s.routing.weight[t * d.k + j];
+      for (int64_t c = 0; c < d.h; ++c) local[t * d.h + c] += w * y[row * d.h + c];
+    }
+  }
+  // The chain: the whole layer's fp64 golden on the regenerated inputs, the golden's routing,
+  // every expert's full weights.
+  std::vector<FloatWeights> all;
+  std::vector<reference::ExpertWeightsRef> refs;
+  all.reserve(static_cast<size_t>(d.e));
+  std::set<int> used(s.golden_routing.expert.begin(), s.golden_routing.expert.end());
+  for (int64_t e = 0; e < d.e; ++e) {
+    all.push_back(used.contains(static_cast<int>(e)) ? Floats(ExpertSlice(run, d, e, 0, d.inter))
+                                                    : FloatWeights{});
+  }
+  for (const FloatWeights& f : all) refs.push_back(f.ref());
+  const std::vector<float> x(s.all_x.begin() + d.q * d.t * d.h, s.all_x.begin() + (d.q + 1) * d.t * d.h);
+  std::vector<double> chain =
+      reference::MoeLayerRef(x, d.t, d.h, d.inter, s.golden_routing, refs, -1, nullptr, 0);
+  std::vector<float> actual = s.out.ToFloats();
+  // The layer output at global indices (token q T + t): the plans of a job compare the tokens
+  // they share. One member of each TP group records (they hold the same rows).
+  if (d.p == 0) {
+    RecordLayerSample(run.result, run.plan.name, 0, 0, d.ep * d.t * d.h, d.q * d.t * d.h, actual);
+  }
+  return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain)), {}};
+}
+
 }  // namespace
 
 ScenarioFootprint RunMoe(PlanRun& run) {
@@ -228,226 +462,22 @@ ScenarioFootprint RunMoe(PlanRun& run) {
     Raise(ErrorCode::kInvalidArgument, "workload moe: --timing-only is not supported yet (the token "
                                        "counts come from the values); run it functional");
   }
-  const MoeDims d = DimsOf(run);
-  const reference::RouterFamily family = reference::ParseRouterFamily(run.scenario.spec.moe().router());
-  LogicalCore& lnc = run.ctx.lnc();
-  const GroupComm& ep = run.ctx.group(kEpGroups);
-  const GroupComm& tp = run.ctx.group(kTpGroups);
-  const DType dt = run.scenario.dtype;
-  MoeState s;
-  s.x = TokenRows(run, d, d.q * d.t, d.t);
-  const TensorView w_router = RouterWeights(run, d);
-  for (int64_t le = 0; le < d.local; ++le) {
-    s.local.push_back(ExpertSlice(run, d, d.first_expert() + le, d.p * d.cols, d.cols));
-  }
+  static const struct {
+    const char* name;
+    PhaseOutput (MoeLayer::*body)();
+  } kPhases[] = {{"router", &MoeLayer::Router},
+                 {"dispatch", &MoeLayer::Dispatch},
+                 {"dispatch_all_to_all", &MoeLayer::DispatchAllToAll},
+                 {"experts", &MoeLayer::Experts},
+                 {"expert_all_reduce", &MoeLayer::ExpertAllReduce},
+                 {"combine_all_to_all", &MoeLayer::CombineAllToAll},
+                 {"combine", &MoeLayer::Combine}};
+  MoeLayer layer(run);
+  for (const auto& phase : kPhases) run.runner.Run(phase.name, [&] { return (layer.*phase.body)(); });
+  (*run.result.mutable_expert_rows())[run.plan.name] = layer.s.received;
   ScenarioFootprint footprint;
-  footprint.weight_bytes = w_router.size_bytes();
-  for (const ExpertWeights& w : s.local) footprint.weight_bytes += w.wg.size_bytes() * 3;
-
-  run.runner.Run("router", [&] {
-    s.logits = TensorView::Create({d.t, d.e}, DType::kFloat32, "moe_logits");
-    lnc.Launch([&](const KernelContext& c) { moe::RouterLogitsKernel(c, s.x, w_router, s.logits); });
-    std::vector<float> biased = s.logits.ToFloats();
-    for (int64_t i = 0; i < d.t * d.e; ++i) {
-      biased[static_cast<size_t>(i)] += static_cast<float>(MoeRouterBias(run.scenario.spec.moe(), static_cast<int>(i % d.e)));
-    }
-    TensorView biased_view = TensorView::Create({d.t, d.e}, DType::kFloat32, "moe_logits_biased");
-    biased_view.FromFloats(biased);
-    s.routing = moe::SelectExperts(biased_view, d.k, family);
-    // The golden: fp64 logits of the stored inputs, the same bias, the fp64 rule.
-    std::vector<double> ref = reference::RouterLogitsRef(s.x.ToFloats(), w_router.ToFloats(), d.t, d.h, d.e);
-    for (int64_t i = 0; i < d.t * d.e; ++i) ref[static_cast<size_t>(i)] += MoeRouterBias(run.scenario.spec.moe(), static_cast<int>(i % d.e));
-    const reference::RoutingRef rule = reference::RouteRef(ref, d.t, d.e, d.k, family);
-    PhaseOutput out;
-    out.check = [&s, biased, ref, rule, d, family](const reference::Tolerance& tol) {
-      return RouterCheck(biased, ref, s.routing, rule, d, family, tol, &s.golden_routing);
-    };
-    out.chain = out.check;  // the layer's own input: its chain golden is the same
-    return out;
-  });
-
-  run.runner.Run("dispatch", [&] {
-    s.plan = moe::PlanDispatch(s.routing, d.e, -1);
-    s.x_perm = TensorView::Create({std::max<int64_t>(s.plan.rows(), 1), d.h}, dt, "moe_x_perm");
-    lnc.Launch([&](const KernelContext& c) {
-      moe::DispatchKernel(c, s.plan, s.x, s.x_perm.slice(0, 0, s.plan.rows()));
-    });
-    s.send_rows.assign(static_cast<size_t>(d.ep), 0);
-    for (int64_t j = 0; j < d.ep; ++j) {
-      s.send_rows[j] = s.plan.offset[(j + 1) * d.local] - s.plan.offset[j * d.local];
-    }
-    const std::vector<float> x = s.x.ToFloats();
-    std::vector<float> moved;
-    for (int64_t r = 0; r < s.plan.rows(); ++r) {
-      const auto t = static_cast<size_t>(s.plan.row_token[r]);
-      moved.insert(moved.end(), x.begin() + t * d.h, x.begin() + (t + 1) * d.h);
-    }
-    std::vector<float> actual = Rows(s.x_perm, s.plan.rows());
-    return MovementOutput(std::move(actual), moved, AsDoubles(moved));
-  });
-
-  run.runner.Run("dispatch_all_to_all", [&] {
-    // Metadata (plain MPI, not priced): rows per (peer, local expert) and their global tokens.
-    std::vector<int64_t> per_expert(static_cast<size_t>(d.e));
-    for (int64_t e = 0; e < d.e; ++e) per_expert[e] = s.plan.offset[e + 1] - s.plan.offset[e];
-    std::vector<int64_t> counts_in(static_cast<size_t>(d.e));
-    CheckMpi(MPI_Alltoall(per_expert.data(), static_cast<int>(d.local), MPI_INT64_T, counts_in.data(),
-                          static_cast<int>(d.local), MPI_INT64_T, ep.comm),
-             "moe counts");
-    s.recv_rows.assign(static_cast<size_t>(d.ep), 0);
-    for (int64_t i = 0; i < d.ep; ++i) {
-      for (int64_t le = 0; le < d.local; ++le) s.recv_rows[i] += counts_in[i * d.local + le];
-      s.received += s.recv_rows[i];
-    }
-    std::vector<int64_t> tokens(static_cast<size_t>(s.plan.rows()));
-    for (int64_t r = 0; r < s.plan.rows(); ++r) tokens[r] = d.q * d.t + s.plan.row_token[r];
-    s.recv_tokens = ExchangeInts(ep, tokens, s.send_rows, s.recv_rows);
-    // The regrouping by local expert: expert le's rows from source 0, then 1, ...
-    s.regroup.experts = d.local;
-    s.regroup.offset.assign(static_cast<size_t>(d.local) + 1, 0);
-    for (int64_t le = 0; le < d.local; ++le) {
-      int64_t n = 0;
-      for (int64_t i = 0; i < d.ep; ++i) n += counts_in[i * d.local + le];
-      s.regroup.offset[le + 1] = s.regroup.offset[le] + n;
-    }
-    s.regroup.row_token.assign(static_cast<size_t>(s.received), 0);
-    s.ungroup.experts = 1;
-    s.ungroup.offset = {0, s.received};
-    s.ungroup.row_token.assign(static_cast<size_t>(s.received), 0);
-    std::vector<int64_t> next(s.regroup.offset.begin(), s.regroup.offset.end() - 1);
-    int64_t src_row = 0;
-    for (int64_t i = 0; i < d.ep; ++i) {
-      for (int64_t le = 0; le < d.local; ++le) {
-        for (int64_t n = 0; n < counts_in[i * d.local + le]; ++n, ++src_row) {
-          s.regroup.row_token[next[le]] = src_row;
-          s.ungroup.row_token[src_row] = next[le]++;
-        }
-      }
-    }
-    s.recv = TensorView::Create({std::max<int64_t>(s.received, 1), d.h}, dt, "moe_recv");
-    collectives::all_to_all_v(run.ctx, ep, s.x_perm.slice(0, 0, s.plan.rows()), s.send_rows, s.recv);
-    std::vector<float> moved = RawAllToAllV(ep, s.x_perm, s.send_rows, s.recv_rows);
-    // The chain: every received row is its token's row of the regenerated input.
-    TensorView group_x = TokenRows(run, d, 0, d.ep * d.t);
-    s.all_x = group_x.ToFloats();
-    std::vector<double> golden;
-    golden.reserve(moved.size());
-    for (int64_t tok : s.recv_tokens) {
-      golden.insert(golden.end(), s.all_x.begin() + tok * d.h, s.all_x.begin() + (tok + 1) * d.h);
-    }
-    return MovementOutput(Rows(s.recv, s.received), std::move(moved), std::move(golden));
-  });
-  (*run.result.mutable_expert_rows())[run.plan.name] = s.received;
-
-  run.runner.Run("experts", [&] {
-    const int64_t rows = std::max<int64_t>(s.received, 1);
-    s.x_local = TensorView::Create({rows, d.h}, dt, "moe_x_local");
-    s.y_local = TensorView::Create({rows, d.h}, dt, "moe_y_partial");
-    if (s.received > 0) {
-      lnc.Launch([&](const KernelContext& c) {
-        moe::DispatchKernel(c, s.regroup, s.recv.slice(0, 0, s.received), s.x_local.slice(0, 0, s.received));
-      });
-    }
-    std::vector<double> golden;
-    for (int64_t le = 0; le < d.local; ++le) {
-      const int64_t r0 = s.regroup.offset[le], r1 = s.regroup.offset[le + 1];
-      if (r1 == r0) continue;
-      const ExpertWeights& w = s.local[le];
-      lnc.Launch([&](const KernelContext& c) {
-        moe::ExpertMlpKernel(c, s.x_local.slice(0, r0, r1), w.wg, w.wu, w.wd, s.y_local.slice(0, r0, r1));
-      });
-      const FloatWeights f = Floats(w);
-      const std::vector<double> y =
-          reference::ExpertMlpRef(s.x_local.slice(0, r0, r1).ToFloats(), r1 - r0, d.h, d.cols, f.wg, f.wu, f.wd);
-      golden.insert(golden.end(), y.begin(), y.end());
-    }
-    std::vector<float> actual = Rows(s.y_local, s.received);
-    return PhaseOutput{actual, golden, {}, ChainCheck(actual, golden)};
-  });
-
-  run.runner.Run("expert_all_reduce", [&] {
-    const int64_t rows = std::max<int64_t>(s.received, 1);
-    s.y_sum = TensorView::Create({rows, d.h}, dt, "moe_y_sum");
-    // Both members of a TP group hold the same tokens, so the same rows (or none).
-    if (s.received > 0) collectives::all_reduce(run.ctx, tp, s.y_local.slice(0, 0, s.received), s.y_sum.slice(0, 0, s.received));
-    const std::vector<float> partial = Rows(s.y_local, s.received);
-    std::vector<double> sent(partial.begin(), partial.end()), local(partial.size());
-    CheckMpi(MPI_Allreduce(sent.data(), local.data(), static_cast<int>(sent.size()), MPI_DOUBLE, MPI_SUM,
-                           tp.comm),
-             "reference all_reduce");
-    // The chain: each local expert's whole MLP (all of I) on its rows of the regenerated input.
-    std::vector<double> chain;
-    chain.reserve(partial.size());
-    for (int64_t le = 0; le < d.local; ++le) {
-      const int64_t r0 = s.regroup.offset[le], r1 = s.regroup.offset[le + 1];
-      if (r1 == r0) continue;
-      std::vector<float> x;
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t tok = s.recv_tokens[static_cast<size_t>(s.regroup.row_token[r])];
-        x.insert(x.end(), s.all_x.begin() + tok * d.h, s.all_x.begin() + (tok + 1) * d.h);
-      }
-      const FloatWeights f = Floats(ExpertSlice(run, d, d.first_expert() + le, 0, d.inter));
-      const std::vector<double> y = reference::ExpertMlpRef(x, r1 - r0, d.h, d.inter, f.wg, f.wu, f.wd);
-      chain.insert(chain.end(), y.begin(), y.end());
-    }
-    std::vector<float> actual = Rows(s.y_sum, s.received);
-    return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
-  });
-
-  run.runner.Run("combine_all_to_all", [&] {
-    const int64_t rows = std::max<int64_t>(s.received, 1);
-    s.y_src = TensorView::Create({rows, d.h}, dt, "moe_y_src");
-    if (s.received > 0) {
-      lnc.Launch([&](const KernelContext& c) {
-        moe::DispatchKernel(c, s.ungroup, s.y_sum.slice(0, 0, s.received), s.y_src.slice(0, 0, s.received));
-      });
-    }
-    s.y_back = TensorView::Create({std::max<int64_t>(s.plan.rows(), 1), d.h}, dt, "moe_y_back");
-    collectives::all_to_all_v(run.ctx, ep, s.y_src.slice(0, 0, s.received), s.recv_rows, s.y_back);
-    std::vector<float> moved = RawAllToAllV(ep, s.y_src, s.recv_rows, s.send_rows);
-    return MovementOutput(Rows(s.y_back, s.plan.rows()), moved, AsDoubles(moved));
-  });
-
-  run.runner.Run("combine", [&] {
-    s.weights = TensorView::Create({d.t, d.k}, DType::kFloat32, "moe_weights");
-    s.weights.FromFloats(s.routing.weight);
-    s.out = TensorView::Create({d.t, d.h}, dt, "moe_out");
-    lnc.Launch([&](const KernelContext& c) {
-      moe::CombineKernel(c, s.plan, s.weights, s.y_back.slice(0, 0, s.plan.rows()), nullptr, s.out);
-    });
-    // Its own inputs: the fp64 weighted sum of the returned rows.
-    const std::vector<float> y = Rows(s.y_back, s.plan.rows());
-    std::vector<double> local(static_cast<size_t>(d.t * d.h), 0.0);
-    for (int64_t t = 0; t < d.t; ++t) {
-      for (int64_t j = 0; j < d.k; ++j) {
-        const int64_t row = s.plan.slot_row[t * d.k + j];
-        const double w = s.routing.weight[t * d.k + j];
-        for (int64_t c = 0; c < d.h; ++c) local[t * d.h + c] += w * y[row * d.h + c];
-      }
-    }
-    // The chain: the whole layer's fp64 golden on the regenerated inputs, the golden's routing,
-    // every expert's full weights.
-    std::vector<FloatWeights> all;
-    std::vector<reference::ExpertWeightsRef> refs;
-    all.reserve(static_cast<size_t>(d.e));
-    std::set<int> used(s.golden_routing.expert.begin(), s.golden_routing.expert.end());
-    for (int64_t e = 0; e < d.e; ++e) {
-      all.push_back(used.contains(static_cast<int>(e)) ? Floats(ExpertSlice(run, d, e, 0, d.inter))
-                                                      : FloatWeights{});
-    }
-    for (const FloatWeights& f : all) refs.push_back(f.ref());
-    const std::vector<float> x(s.all_x.begin() + d.q * d.t * d.h, s.all_x.begin() + (d.q + 1) * d.t * d.h);
-    std::vector<double> chain =
-        reference::MoeLayerRef(x, d.t, d.h, d.inter, s.golden_routing, refs, -1, nullptr, 0);
-    std::vector<float> actual = s.out.ToFloats();
-    // The layer output at global indices (token q T + t): the plans of a job compare the tokens
-    // they share. One member of each TP group records (they hold the same rows).
-    if (d.p == 0) {
-      RecordLayerSample(run.result, run.plan.name, 0, 0, d.ep * d.t * d.h, d.q * d.t * d.h, actual);
-    }
-    return PhaseOutput{actual, std::move(local), {}, ChainCheck(actual, std::move(chain))};
-  });
-  footprint.kv_cache_bytes = 0;
+  footprint.weight_bytes = layer.w_router.size_bytes();
+  for (const ExpertWeights& w : layer.s.local) footprint.weight_bytes += w.wg.size_bytes() * 3;
   return footprint;
 }
 

@@ -167,10 +167,10 @@ TEST(MoeRunE2eTest, ZeroToleranceOnTheCombineFails) {
 }
 
 TEST(MoeRunE2eTest, KilledRankEndsTheJobWithin10sNamingIt) {
-  const RunResult r = RunNkisim("kill", Config("fault { kind: KILL rank: 5 phase: \"experts\" }"));
+  const RunResult r = RunNkisim("kill", Config("fault { kind: KILL rank: 5 phase: \"dispatch_all_to_all\" }"));
   EXPECT_EQ(r.exit_code, 15) << r.output;  // communication error
   EXPECT_LT(r.seconds, Scaled(10)) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("rank 5 in phase ep8xtp2/experts"));
+  EXPECT_THAT(r.output, HasSubstr("rank 5 in phase ep8xtp2/dispatch_all_to_all"));
   EXPECT_THAT(r.output, HasSubstr("died"));
   EXPECT_FALSE(std::filesystem::exists(TempPath("kill.report.json")));
 }
