@@ -19,7 +19,7 @@
 // output against reference::MoeLayerRef of the whole layer on the regenerated inputs, with the
 // golden's own routing).
 // Near ties: where the kernel's fp32 logits and the fp64 ones order two experts differently
-// within kTie of the k-th logit, either choice is right; the golden then takes the kernel's
+// within kMoeRouterTie of the k-th logit, either choice is right; the golden then takes the kernel's
 // experts, weighted by the fp64 rule. A choice that differs elsewhere fails the router phase.
 #include <mpi.h>
 
@@ -32,6 +32,7 @@
 #include "kernels/moe/moe.h"
 #include "kernels/reference/moe_ref.h"
 #include "launcher/scenarios/moe_config.h"
+#include "launcher/scenarios/moe_layer.h"
 #include "launcher/scenarios/workload.h"
 #include "runtime/error.h"
 
@@ -42,7 +43,6 @@ namespace moe = kernels::moe;
 using collectives::CheckMpi;
 using collectives::GroupComm;
 
-constexpr double kTie = 1e-4;  // fp64 logit distance within which either expert may be chosen
 
 struct MoeDims {
   int64_t h, e, k, inter, t, ep, tp, q, p, local, cols;
@@ -119,38 +119,49 @@ std::vector<double> RuleWeights(const double* row, const std::vector<int>& exper
   return w;
 }
 
-// The router's checks: the logits (fp32 vs fp64, the phase's tolerance) and the choices (exact,
-// near ties excepted); fills *golden with the routing the layer golden uses.
-reference::Comparison RouterCheck(const std::vector<float>& logits, const std::vector<double>& ref,
-                                  const moe::Routing& kernel, const reference::RoutingRef& rule,
-                                  const MoeDims& d, reference::RouterFamily family,
-                                  const reference::Tolerance& tol, reference::RoutingRef* golden) {
-  reference::Comparison c = reference::Compare(logits, ref, tol);
+}  // namespace
+
+int64_t ReconcileRouting(const std::vector<double>& ref, int64_t experts, const moe::Routing& kernel,
+                         const reference::RoutingRef& rule, reference::RouterFamily family,
+                         reference::RoutingRef* golden) {
   *golden = rule;
+  const int64_t k = rule.top_k;
   int64_t wrong = 0;
-  for (int64_t t = 0; t < d.t; ++t) {
-    const auto first = static_cast<size_t>(t * d.k);
-    std::vector<int> ks(kernel.expert.begin() + first, kernel.expert.begin() + first + d.k);
-    std::vector<int> gs(rule.expert.begin() + first, rule.expert.begin() + first + d.k);
+  for (int64_t t = 0; t < rule.tokens; ++t) {
+    const auto first = static_cast<size_t>(t * k);
+    std::vector<int> ks(kernel.expert.begin() + first, kernel.expert.begin() + first + k);
+    std::vector<int> gs(rule.expert.begin() + first, rule.expert.begin() + first + k);
     std::set<int> kset(ks.begin(), ks.end()), gset(gs.begin(), gs.end());
     if (kset == gset) continue;
-    const double* row = ref.data() + t * d.e;
+    const double* row = ref.data() + t * experts;
     const double kth = row[gs.back()];  // the golden's k-th largest
     bool tie = true;
-    for (int e : ks) tie = tie && (gset.contains(e) || std::abs(row[e] - kth) <= kTie);
-    for (int e : gs) tie = tie && (kset.contains(e) || std::abs(row[e] - kth) <= kTie);
+    for (int e : ks) tie = tie && (gset.contains(e) || std::abs(row[e] - kth) <= kMoeRouterTie);
+    for (int e : gs) tie = tie && (kset.contains(e) || std::abs(row[e] - kth) <= kMoeRouterTie);
     if (!tie) {
       ++wrong;
       continue;
     }
     const std::vector<double> w = RuleWeights(row, ks, family);
-    for (int64_t j = 0; j < d.k; ++j) {
+    for (int64_t j = 0; j < k; ++j) {
       golden->expert[first + j] = ks[j];
       golden->weight[first + j] = w[j];
     }
   }
+  return wrong;
+}
+
+namespace {
+
+// The router's checks: the logits (fp32 vs fp64, the phase's tolerance) and the choices (one per
+// token: ReconcileRouting); fills *golden with the routing the layer golden uses.
+reference::Comparison RouterCheck(const std::vector<float>& logits, const std::vector<double>& ref,
+                                  const moe::Routing& kernel, const reference::RoutingRef& rule,
+                                  const MoeDims& d, reference::RouterFamily family,
+                                  const reference::Tolerance& tol, reference::RoutingRef* golden) {
+  reference::Comparison c = reference::Compare(logits, ref, tol);
   c.elements += d.t;  // one choice check per token
-  c.failures += wrong;
+  c.failures += ReconcileRouting(ref, d.e, kernel, rule, family, golden);
   return c;
 }
 
