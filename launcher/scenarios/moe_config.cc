@@ -10,7 +10,7 @@ namespace nkisim::launcher {
 namespace {
 
 // The bias per unit of s and ln(e + 1): the router logits have a standard deviation of about
-// 0.58 (x and w uniform, docs/moe.md), so s = 1.2 spreads expert 0 and expert 31 by 2 deviations.
+// 0.58 (x and w uniform, docs/moe.md), so s = 1.2 puts expert 31 (of 32) 2.1 below expert 0, 3.6 deviations.
 constexpr double kZipfBiasScale = 0.5;
 // Host bounds of one simulating process (the job holds fp64 goldens of every expert it sees).
 constexpr uint32_t kMaxHidden = 16384, kMaxExperts = 1024, kMaxTokens = 4096;
