@@ -232,6 +232,33 @@ struct MoeState {
   int64_t received = 0;
 };
 
+// The received rows (by source i, within it by local expert) regrouped into local-expert blocks
+// (expert le's rows from source 0, then 1, ...): s->regroup gathers them, s->ungroup puts the
+// expert outputs back in arrival order. counts[i * local + le]: rows source i sent expert le.
+void RegroupPlans(const std::vector<int64_t>& counts, const MoeDims& d, MoeState* s) {
+  s->regroup.experts = d.local;
+  s->regroup.offset.assign(static_cast<size_t>(d.local) + 1, 0);
+  for (int64_t le = 0; le < d.local; ++le) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < d.ep; ++i) n += counts[i * d.local + le];
+    s->regroup.offset[le + 1] = s->regroup.offset[le] + n;
+  }
+  s->regroup.row_token.assign(static_cast<size_t>(s->received), 0);
+  s->ungroup.experts = 1;
+  s->ungroup.offset = {0, s->received};
+  s->ungroup.row_token.assign(static_cast<size_t>(s->received), 0);
+  std::vector<int64_t> next(s->regroup.offset.begin(), s->regroup.offset.end() - 1);
+  int64_t src_row = 0;
+  for (int64_t i = 0; i < d.ep; ++i) {
+    for (int64_t le = 0; le < d.local; ++le) {
+      for (int64_t n = 0; n < counts[i * d.local + le]; ++n, ++src_row) {
+        s->regroup.row_token[next[le]] = src_row;
+        s->ungroup.row_token[src_row] = next[le]++;
+      }
+    }
+  }
+}
+
 // One rank's MoE layer: the plan's shapes and groups, the state the phases hand on, one method
 // per phase (the table in RunMoe runs them in order).
 struct MoeLayer {
@@ -321,30 +348,14 @@ PhaseOutput MoeLayer::DispatchAllToAll() {
   std::vector<int64_t> tokens(static_cast<size_t>(s.plan.rows()));
   for (int64_t r = 0; r < s.plan.rows(); ++r) tokens[r] = d.q * d.t + s.plan.row_token[r];
   s.recv_tokens = ExchangeInts(ep, tokens, s.send_rows, s.recv_rows);
-  // The regrouping by local expert: expert le's rows from source 0, then 1, ...
-  s.regroup.experts = d.local;
-  s.regroup.offset.assign(static_cast<size_t>(d.local) + 1, 0);
-  for (int64_t le = 0; le < d.local; ++le) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < d.ep; ++i) n += counts_in[i * d.local + le];
-    s.regroup.offset[le + 1] = s.regroup.offset[le] + n;
-  }
-  s.regroup.row_token.assign(static_cast<size_t>(s.received), 0);
-  s.ungroup.experts = 1;
-  s.ungroup.offset = {0, s.received};
-  s.ungroup.row_token.assign(static_cast<size_t>(s.received), 0);
-  std::vector<int64_t> next(s.regroup.offset.begin(), s.regroup.offset.end() - 1);
-  int64_t src_row = 0;
-  for (int64_t i = 0; i < d.ep; ++i) {
-    for (int64_t le = 0; le < d.local; ++le) {
-      for (int64_t n = 0; n < counts_in[i * d.local + le]; ++n, ++src_row) {
-        s.regroup.row_token[next[le]] = src_row;
-        s.ungroup.row_token[src_row] = next[le]++;
-      }
-    }
-  }
+  RegroupPlans(counts_in, d, &s);
   s.recv = TensorView::Create({std::max<int64_t>(s.received, 1), d.h}, dt, "moe_recv");
-  collectives::all_to_all_v(run.ctx, ep, s.x_perm.slice(0, 0, s.plan.rows()), s.send_rows, s.recv);
+  const collectives::AllToAllVResult sent =
+      collectives::all_to_all_v(run.ctx, ep, s.x_perm.slice(0, 0, s.plan.rows()), s.send_rows, s.recv);
+  if (sent.recv_rows != s.recv_rows) {
+    Raise(ErrorCode::kInternal, "moe dispatch: all_to_all_v received other row counts than the "
+                                "per-expert counts announced");
+  }
   std::vector<float> moved = RawAllToAllV(ep, s.x_perm, s.send_rows, s.recv_rows);
   // The chain: every received row is its token's row of the regenerated input.
   TensorView group_x = TokenRows(run, d, 0, d.ep * d.t);
@@ -421,7 +432,11 @@ PhaseOutput MoeLayer::CombineAllToAll() {
     });
   }
   s.y_back = TensorView::Create({std::max<int64_t>(s.plan.rows(), 1), d.h}, dt, "moe_y_back");
-  collectives::all_to_all_v(run.ctx, ep, s.y_src.slice(0, 0, s.received), s.recv_rows, s.y_back);
+  const collectives::AllToAllVResult back =
+      collectives::all_to_all_v(run.ctx, ep, s.y_src.slice(0, 0, s.received), s.recv_rows, s.y_back);
+  if (back.recv_rows != s.send_rows) {
+    Raise(ErrorCode::kInternal, "moe combine: all_to_all_v returned other row counts than were sent");
+  }
   std::vector<float> moved = RawAllToAllV(ep, s.y_src, s.recv_rows, s.send_rows);
   return MovementOutput(Rows(s.y_back, s.plan.rows()), moved, AsDoubles(moved));
 }
