@@ -396,9 +396,16 @@ PhaseOutput MoeLayer::Experts() {
 
 PhaseOutput MoeLayer::ExpertAllReduce() {
   const int64_t rows = std::max<int64_t>(s.received, 1);
-  s.y_sum = TensorView::Create({rows, d.h}, dt, "moe_y_sum");
-  // Both members of a TP group hold the same tokens, so the same rows (or none).
-  if (s.received > 0) collectives::all_reduce(run.ctx, tp, s.y_local.slice(0, 0, s.received), s.y_sum.slice(0, 0, s.received));
+  // Both members of a TP group hold the same tokens, so the same rows (or none); moe_tp 1 has
+  // nothing to reduce.
+  if (d.tp == 1) {
+    s.y_sum = s.y_local;
+  } else {
+    s.y_sum = TensorView::Create({rows, d.h}, dt, "moe_y_sum");
+    if (s.received > 0) {
+      collectives::all_reduce(run.ctx, tp, s.y_local.slice(0, 0, s.received), s.y_sum.slice(0, 0, s.received));
+    }
+  }
   const std::vector<float> partial = Rows(s.y_local, s.received);
   std::vector<double> sent(partial.begin(), partial.end()), local(partial.size());
   CheckMpi(MPI_Allreduce(sent.data(), local.data(), static_cast<int>(sent.size()), MPI_DOUBLE, MPI_SUM,
