@@ -168,6 +168,10 @@ int RunLauncher(const RunOptions& o) {
   if (!sc.spec.hostfile().empty()) {
     CheckRegularFile(sc.spec.hostfile(), "scenario's hostfile (hostfile:, for mpirun --hostfile)");
   }
+  if (o.timing_only && sc.workload == Workload::kMoe) {
+    Raise(ErrorCode::kBadConfig, StrCat(o.config, ": workload moe: --timing-only is not supported yet ",
+                                        "(the token counts come from the routed values); run it without"));
+  }
   // Timing-only runs its ranks as threads, unless the job needs processes: another host, or a
   // fault that kills or hangs a rank (a thread can do neither alone).
   const proto::Fault::Kind fault = sc.spec.fault().kind();

@@ -57,8 +57,9 @@ void CheckAgreement(const ResolvedScenario& sc, const std::map<int, proto::RankR
   const std::map<Key, float>& ref = samples[reference];
   double max_ref = 0;
   for (const auto& [key, value] : ref) max_ref = std::max(max_ref, std::fabs(static_cast<double>(value)));
-  const proto::Tolerance tol =
-      sc.tolerance(sc.spec.sequence_parallel() ? "reduce_scatter" : "all_reduce");
+  const proto::Tolerance tol = sc.tolerance(sc.workload == Workload::kMoe   ? "combine"
+                                            : sc.spec.sequence_parallel() ? "reduce_scatter"
+                                                                          : "all_reduce");
   for (size_t i = 1; i < sc.plans.size(); ++i) {
     proto::PlanAgreement& a = *report.add_agreement();
     a.set_plan(sc.plans[i].name);
@@ -114,6 +115,12 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
     for (const auto& [rank, result] : results) {
       for (const proto::PhaseResult& r : result.phases()) {
         if (r.scenario() != name) continue;
+        if (r.phase() == "experts") {  // workload moe: who sets the step
+          if (r.sim_ns() > PhaseOf(s, r.phase()).sim_ns()) s.set_slowest_rank(rank);
+          if (s.fastest_experts_sim_ns() == 0 || r.sim_ns() < s.fastest_experts_sim_ns()) {
+            s.set_fastest_experts_sim_ns(r.sim_ns());
+          }
+        }
         proto::PhaseSummary& p = PhaseOf(s, r.phase());
         p.set_sim_ns(std::max(p.sim_ns(), r.sim_ns()));
         p.set_host_ms(std::max(p.host_ms(), r.host_ms()));
@@ -135,6 +142,7 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
         }
       }
       const auto value = [&](const auto& map) { return map.contains(name) ? map.at(name) : 0; };
+      if (result.expert_rows().contains(name)) s.add_expert_rows_per_rank(result.expert_rows().at(name));
       s.set_step_sim_ns(std::max(s.step_sim_ns(), value(result.step_sim_ns())));
       s.set_host_ms(std::max(s.host_ms(), value(result.host_ms())));
       s.set_kv_cache_bytes_per_rank(std::max(s.kv_cache_bytes_per_rank(), value(result.kv_cache_bytes())));
@@ -148,6 +156,42 @@ proto::RunReport BuildReport(const ResolvedScenario& scenario,
   if (!timing_only) CheckAgreement(scenario, results, report);
   return report;
 }
+
+namespace {
+
+// Workload moe: the step (set by the slowest rank) and the token rows every rank's experts got.
+std::string FormatMoeLine(const proto::ScenarioSummary& s) {
+  double experts = 0;
+  for (const proto::PhaseSummary& p : s.phases()) {
+    if (p.phase() == "experts") experts = p.sim_ns();
+  }
+  std::string out = StrPrintf("  moe layer: %.3f us simulated; per rank: weights %.2f MiB; host %.1f s\n"
+                              "  experts phase: %.3f us on rank %d (the longest; the all_reduce and "
+                              "all_to_all_v after it wait for it, so it sets the step), %.3f us on the "
+                              "shortest\n",
+                              s.step_sim_ns() / 1000.0, s.weight_bytes_per_rank() / 1048576.0,
+                              s.host_ms() / 1000.0, experts / 1000.0, s.slowest_rank(),
+                              s.fastest_experts_sim_ns() / 1000.0);
+  if (s.expert_rows_per_rank().empty()) return out;
+  int64_t most = 0, least = s.expert_rows_per_rank(0), sum = 0;
+  int busiest = 0;
+  for (int r = 0; r < s.expert_rows_per_rank_size(); ++r) {
+    const int64_t n = s.expert_rows_per_rank(r);
+    if (n > most) busiest = r;
+    most = std::max(most, n);
+    least = std::min(least, n);
+    sum += n;
+  }
+  out += "  token rows per rank (received by its experts):";
+  for (int64_t n : s.expert_rows_per_rank()) out += StrCat(" ", n);
+  out += StrPrintf("\n  busiest rank %d: %lld rows, least %lld, mean %.1f (busiest / mean %.2fx)\n", busiest,
+                   static_cast<long long>(most), static_cast<long long>(least),
+                   static_cast<double>(sum) / s.expert_rows_per_rank_size(),
+                   sum > 0 ? most * static_cast<double>(s.expert_rows_per_rank_size()) / sum : 0.0);
+  return out;
+}
+
+}  // namespace
 
 std::string FormatReport(const proto::RunReport& report) {
   std::string out = StrPrintf("nkisim run %s: %u ranks, %s, wall %.1f s, peak RSS %.0f MiB %s",
@@ -166,10 +210,16 @@ std::string FormatReport(const proto::RunReport& report) {
                 "or checked\n");
   }
   for (const proto::ScenarioSummary& s : report.scenarios()) {
-    out += StrPrintf("\n%s (tp %u, attention_dp %u, lnc %u, %u instance%s, %u replica%s): %s\n",
-                s.name().c_str(), s.tp(), s.attention_dp(), s.lnc(), s.instances(),
-                s.instances() == 1 ? "" : "s", s.replicas(), s.replicas() == 1 ? "" : "s",
-                timed ? "timed" : s.pass() ? "PASS" : "FAIL");
+    if (report.workload() == "moe") {  // tp = moe_tp, replicas = moe_ep (moe_config.h)
+      out += StrPrintf("\n%s (moe_ep %u x moe_tp %u, lnc %u, %u instance%s): %s\n", s.name().c_str(),
+                       s.replicas(), s.tp(), s.lnc(), s.instances(), s.instances() == 1 ? "" : "s",
+                       timed ? "timed" : s.pass() ? "PASS" : "FAIL");
+    } else {
+      out += StrPrintf("\n%s (tp %u, attention_dp %u, lnc %u, %u instance%s, %u replica%s): %s\n",
+                       s.name().c_str(), s.tp(), s.attention_dp(), s.lnc(), s.instances(),
+                       s.instances() == 1 ? "" : "s", s.replicas(), s.replicas() == 1 ? "" : "s",
+                       timed ? "timed" : s.pass() ? "PASS" : "FAIL");
+    }
     out += StrPrintf("  %-16s %12s %10s %11s %12s %12s %12s %14s %14s  %-28s %s\n", "phase", "sim (us)",
                 "host (ms)", "fresh (MiB)", "max abs err", "max rel err", "bound", "chain err/bnd",
                 "moved (MB)", "check", "collective:algorithm@launch");
@@ -191,7 +241,9 @@ std::string FormatReport(const proto::RunReport& report) {
                   p.max_rel_error(), p.bound(), chain.c_str(), p.bytes_moved() / 1e6, check.c_str(),
                   p.algorithm().empty() ? "-" : p.algorithm().c_str());
     }
-    if (decode) {
+    if (report.workload() == "moe") {
+      out += FormatMoeLine(s);
+    } else if (decode) {
       out += StrPrintf("  decode step: %.3f us simulated (mean of %u; %u layer%s); per rank: KV cache "
                   "%.2f MiB, weights %.2f MiB; host %.1f s\n",
                   s.step_sim_ns() / 1000.0, s.steps(), std::max(1u, s.layers()),
@@ -210,7 +262,9 @@ std::string FormatReport(const proto::RunReport& report) {
     for (const proto::ScenarioSummary& s : report.scenarios()) fastest = std::min(fastest, s.step_sim_ns());
     out += StrPrintf("\n%-22s", "side by side");
     for (const proto::ScenarioSummary& s : report.scenarios()) out += StrPrintf(" %14s", s.name().c_str());
-    out += StrPrintf("\n%-22s", decode ? "decode step (us)" : "prefill (us)");
+    out += StrPrintf("\n%-22s", decode                          ? "decode step (us)"
+                                 : report.workload() == "moe" ? "moe layer (us)"
+                                                              : "prefill (us)");
     for (const proto::ScenarioSummary& s : report.scenarios()) out += StrPrintf(" %14.3f", s.step_sim_ns() / 1000.0);
     out += StrPrintf("\n%-22s", "vs fastest");
     for (const proto::ScenarioSummary& s : report.scenarios()) {

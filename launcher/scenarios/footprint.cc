@@ -1,4 +1,5 @@
 #include "launcher/scenarios/footprint.h"
+#include "launcher/scenarios/moe_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@ double CachedKvHeads(const ResolvedPlan& p) {
 
 HbmFootprint PlanHbmFootprint(const proto::Scenario& s, DType dtype, Workload workload,
                               const ResolvedPlan& p, const HardwareProfile& profile) {
+  if (workload == Workload::kMoe) return MoeHbmFootprint(s, dtype, p, profile);
   const double elem = static_cast<double>(SizeOf(dtype));
   const proto::ModelShape& m = s.model();
   const double h = m.hidden(), d = m.d_head(), hpr = p.heads_per_rank, kvr = p.kv_per_rank;

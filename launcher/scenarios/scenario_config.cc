@@ -6,6 +6,7 @@
 #include <set>
 
 #include "launcher/scenarios/footprint.h"
+#include "launcher/scenarios/moe_config.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "runtime/problem_list.h"
@@ -42,6 +43,7 @@ const std::vector<std::string>& PrefillPhases() {
 
 void FillDefaults(proto::Scenario& s) {
   if (s.workload().empty()) s.set_workload("decode");
+  if (s.workload() == "moe") FillMoeDefaults(s);  // before the plans' and tolerances' defaults
   if (s.workload() == "decode" && s.steps() == 0) s.set_steps(1);
   if (s.dtype().empty()) s.set_dtype("bf16");
   if (s.model().rms_eps() == 0) s.mutable_model()->set_rms_eps(1e-6);
@@ -122,6 +124,7 @@ void CheckFields(const proto::Scenario& s, ProblemList& problems) {
   }
   std::set<std::string> phases(DecodePhases().begin(), DecodePhases().end());
   phases.insert(PrefillPhases().begin(), PrefillPhases().end());
+  phases.insert(MoePhases().begin(), MoePhases().end());
   for (const auto& [phase, t] : s.tolerances()) {
     if (!phases.contains(phase)) {
       std::string known;
@@ -226,7 +229,7 @@ void CheckModelAndWorkload(const proto::Scenario& s, ProblemList& problems) {
                                 "cache (its length is seq_len)"));
     }
   } else {
-    problems.push_back(StrCat("workload: '", s.workload(), "' is not one of decode, prefill"));
+    problems.push_back(StrCat("workload: '", s.workload(), "' is not one of decode, prefill, moe"));
   }
   if (s.plans().empty()) {
     problems.push_back("plans: none given; add at least one, e.g. plans { tp: 8 }");
@@ -466,7 +469,21 @@ bool RunsPhase(const proto::Scenario& s, const std::string& name) {
 void Check(ResolvedScenario& r, ProblemList& problems) {
   const proto::Scenario& s = r.spec;
   CheckFields(s, problems);
+  if (r.workload == Workload::kMoe) {
+    CheckMoeScenario(r, problems);  // its model, plans and fault (moe_config.h)
+    return;
+  }
   CheckModelAndWorkload(s, problems);
+  if (s.has_moe()) {
+    problems.push_back(StrCat("moe: set, but workload is '", s.workload(), "'; the MoE layer is ",
+                              "workload: \"moe\""));
+  }
+  for (const proto::Plan& p : s.plans()) {
+    if (p.moe_ep() != 0 || p.moe_tp() != 0) {
+      problems.push_back(StrCat("plan '", p.name(), "': moe_ep ", p.moe_ep(), " / moe_tp ", p.moe_tp(),
+                                ": expert parallelism is a plan of workload \"moe\""));
+    }
+  }
   if (!s.scenarios().empty()) {
     problems.push_back(StrCat("scenarios: '", s.scenarios(0), "': the scenario list is replaced by ",
                               "plans; write e.g. plans { tp: 64 attention_dp: 8 } plans { tp: 64 } ",
@@ -533,6 +550,7 @@ std::vector<int> ResolvedPlan::group_kv_heads(int rank) const {
 }
 
 std::vector<std::string> PhaseNames(Workload workload) {
+  if (workload == Workload::kMoe) return MoePhases();
   return workload == Workload::kDecode ? DecodePhases() : PrefillPhases();
 }
 
@@ -558,7 +576,9 @@ ResolvedScenario ResolveScenario(const std::string& text, const std::string& sou
   FillDefaults(r.spec);
   r.profile = r.spec.hardware_profile().empty() ? Trn2Profile()
                                                 : LoadHardwareProfile(r.spec.hardware_profile());
-  r.workload = r.spec.workload() == "prefill" ? Workload::kPrefill : Workload::kDecode;
+  r.workload = r.spec.workload() == "prefill" ? Workload::kPrefill
+               : r.spec.workload() == "moe"   ? Workload::kMoe
+                                              : Workload::kDecode;
   ProblemList problems;
   // The layer's activations and weights: the float dtypes the kernels take.
   const std::string& dt = r.spec.dtype();
@@ -579,6 +599,7 @@ ResolvedScenario LoadScenario(const std::string& path) {
 }
 
 std::string FormatScenario(const ResolvedScenario& r) {
+  if (r.workload == Workload::kMoe) return FormatMoeScenario(r);
   const proto::Scenario& s = r.spec;
   const proto::ModelShape& m = s.model();
   std::string out = StrCat("workload ", s.workload(), ": H ", m.hidden(), ", ", m.n_q_heads(),

@@ -23,11 +23,14 @@
 
 namespace nkisim::launcher {
 
-enum class Workload { kDecode, kPrefill };
+enum class Workload { kDecode, kPrefill, kMoe };
 
 // Names of the replica-group sets every plan derives.
 inline constexpr const char* kTpGroups = "tp";                     // one group per TP replica
 inline constexpr const char* kAttentionDpGroups = "attention_dp";  // blocks of G ranks
+// Workload moe: the expert-parallel groups, ranks of the same TP position spaced moe_tp apart
+// (launcher/scenarios/moe_config.h).
+inline constexpr const char* kEpGroups = "ep";
 
 struct ResolvedPlan {
   std::string name;
@@ -40,6 +43,8 @@ struct ResolvedPlan {
   int kv_per_rank = 0;      // KV heads per rank (1 when replicated)
   int q_per_kv = 0;         // Q heads per KV head: n_q / n_kv
   int kv_replication = 1;   // ranks of a TP group holding each KV head
+  int moe_ep = 0;           // workload moe: expert-parallel degree (0: not an MoE plan)
+  int moe_tp = 0;           // workload moe: ranks splitting each expert's I (= tp)
   collectives::ResolvedTopology topology;  // with the derived "tp" (and "attention_dp") sets
 
   int world_size() const { return tp * replicas; }

@@ -22,6 +22,9 @@ const std::vector<WorkloadInfo>& Workloads() {
        "per step"},
       {Workload::kPrefill, "prefill", RunPrefill,
        "qkv (CTE, RoPE) -> causal attention (CTE) -> o_proj (CTE) -> all_reduce or reduce_scatter"},
+      {Workload::kMoe, "moe", RunMoe,
+       "router -> dispatch -> all_to_all_v (EP) -> experts (I / moe_tp) -> all_reduce (TP) -> "
+       "all_to_all_v back -> combine"},
   };
   return table;
 }

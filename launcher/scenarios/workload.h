@@ -7,7 +7,9 @@
 //     goldens of the phases before it; the data movements also bit for bit against raw MPI calls);
 //   * records samples of the layer output at fixed global indices, so the launcher can check that
 //     every plan of a job computes the same layer (the plan changes cost, not results).
-// Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc).
+// Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc), moe
+// (launcher/scenarios/moe_layer.cc: one mixture-of-experts layer; its samples are indexed by global
+// token, so plans of different moe_ep compare the tokens they share).
 #pragma once
 
 #include <algorithm>
@@ -71,6 +73,7 @@ struct WorkloadInfo {
 
 ScenarioFootprint RunDecode(PlanRun& run);
 ScenarioFootprint RunPrefill(PlanRun& run);
+ScenarioFootprint RunMoe(PlanRun& run);  // launcher/scenarios/moe_layer.cc
 
 // The table (every Workload has a row).
 const std::vector<WorkloadInfo>& Workloads();
