@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "launcher/commands/common_options.h"
+#include "launcher/commands/serve_step_costs.h"
 #include "launcher/sweep/plots.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
@@ -33,88 +34,6 @@ void Progress(const std::string& line) {
   std::fprintf(stderr, "serve: %s\n", line.c_str());
   std::fflush(stderr);
 }
-
-PlanPrediction PredictOne(const PredictRequest& r, const std::string& what) {
-  PlanPrediction p = Predict(r).front();
-  if (!p.simulated) {
-    Raise(ErrorCode::kBadConfig, StrCat("serve: plan '", r.plans.front().name, "': ", what,
-                                        " could not be simulated: ", p.error));
-  }
-  return p;
-}
-
-}  // namespace
-
-StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<int>& prefill_buckets,
-                                 const std::vector<int>& batch_buckets, const std::vector<int>& kv_buckets,
-                                 int block_size, void (*progress)(const std::string&)) {
-  StepCostTable t;
-  const PredictPlan& plan = base.plans.front();
-  t.plan = plan.name;
-  t.prefill_buckets = prefill_buckets;
-  t.batch_buckets = batch_buckets;
-  t.kv_buckets = kv_buckets;
-  auto prefill_request = [&](size_t i) {
-    PredictRequest r = base;
-    r.plans.front().attention_dp = 1;  // the prefill runs as plain TP (predict.h)
-    r.batch = 1;
-    r.input_tokens = prefill_buckets[i];
-    r.output_tokens = 1;
-    return r;
-  };
-  auto decode_request = [&](size_t i, size_t k) {
-    PredictRequest r = base;
-    r.batch = batch_buckets[i];
-    // One step at KV kv (its context kv + 1 within the model's, else one token shorter).
-    const int64_t limit = base.model.max_positions > 0 ? base.model.max_positions : int64_t{1} << 30;
-    r.input_tokens = static_cast<int>(std::min<int64_t>(kv_buckets[k], limit - 1));
-    r.output_tokens = 1;
-    r.max_prefill_chunk = std::min(32, r.input_tokens);  // its prefill is not used: the smallest that runs
-    return r;
-  };
-  // Every predict checked (the kernels' and plans' rules) before any is simulated.
-  for (size_t i = 0; i < prefill_buckets.size(); ++i) CheckPredictRequest(prefill_request(i));
-  for (size_t i = 0; i < batch_buckets.size(); ++i) {
-    for (size_t k = 0; k < kv_buckets.size(); ++k) CheckPredictRequest(decode_request(i, k));
-  }
-  for (size_t i = 0; i < prefill_buckets.size(); ++i) {
-    if (progress) progress(StrCat("step costs: prefill bucket ", prefill_buckets[i], " (", i + 1, "/",
-                                  prefill_buckets.size(), ")"));
-    const PlanPrediction p = PredictOne(prefill_request(i), StrCat("the prefill of ", prefill_buckets[i], " tokens"));
-    t.prefill_ms.push_back(p.ttft_ms);
-    t.host_ms_per_step = p.host_ms_per_step;
-  }
-  // Each (batch bucket, KV bucket) simulated at exactly that KV length: no interpolation.
-  for (size_t i = 0; i < batch_buckets.size(); ++i) {
-    std::vector<double> row;
-    for (size_t k = 0; k < kv_buckets.size(); ++k) {
-      const PredictRequest r = decode_request(i, k);
-      if (progress) {
-        progress(StrCat("step costs: decode batch bucket ", batch_buckets[i], ", KV bucket ", kv_buckets[k], " (",
-                        i * kv_buckets.size() + k + 1, "/", batch_buckets.size() * kv_buckets.size(), ")"));
-      }
-      const PlanPrediction p =
-          PredictOne(r, StrCat("the decode at batch ", batch_buckets[i], ", KV ", kv_buckets[k]));
-      row.push_back((p.samples.front().second + p.lm_head_decode_ns) / 1e6);
-      if (i + 1 == batch_buckets.size() && k + 1 == kv_buckets.size()) {
-        const double kv_bytes = static_cast<double>(p.layers_hbm.kv_cache_per_layer) * p.layers_hbm.layers;
-        const double per_token = kv_bytes / (double(r.batch) * (r.input_tokens + r.output_tokens));
-        const double free = static_cast<double>(p.hbm_capacity) - (static_cast<double>(p.hbm_bytes) - kv_bytes);
-        if (!(per_token > 0) || free < per_token * block_size) {
-          Raise(ErrorCode::kBadConfig,
-                StrCat("serve: plan '", plan.name, "': the weights leave ", std::max(0.0, free) / (1 << 20),
-                       " MiB of HBM per logical core: not one KV block of ", block_size, " tokens"));
-        }
-        t.kv_blocks = static_cast<int64_t>(free / (per_token * block_size));
-      }
-    }
-    t.decode_ms.push_back(row);
-  }
-  serving::CheckStepCostTable(t);
-  return t;
-}
-
-namespace {
 
 struct Options {
   std::string model, json, csv, plots, gnuplot = "gnuplot", save_costs, load_costs;
