@@ -22,8 +22,10 @@
 namespace nkisim::launcher {
 
 // The fast builder `nkisim serve` uses: each distinct layer job simulated once (keyed by the
-// layer scenario's text), nothing simulated that the table does not use, and the jobs run
-// `workers` at a time (each is self-contained: its ranks as threads on their own fabric):
+// layer scenario's text) and nothing simulated that the table does not use. The jobs can run
+// `workers` at a time (each is self-contained: its ranks as threads on their own fabric), but on
+// 2 cores two at a time costs twice the CPU for no wall time (bench/serve_table_bench.cc: the
+// ranks' threads of two jobs contend), so one at a time is the default:
 //   * a prefill bucket simulates one chunk's layer (not the decode a predict also runs); buckets
 //     chunked into the same chunk length (every bucket over the 1,024-token limit) share it;
 //   * a decode entry simulates its two decode layers at its KV length (not the prefill a predict
@@ -35,7 +37,7 @@ namespace nkisim::launcher {
 serving::StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<int>& prefill_buckets,
                                           const std::vector<int>& batch_buckets,
                                           const std::vector<int>& kv_buckets, int block_size,
-                                          void (*progress)(const std::string&) = nullptr, int workers = 2);
+                                          void (*progress)(const std::string&) = nullptr, int workers = 1);
 
 // The reference: one whole predict per table entry (its prefill and its decode both simulated,
 // one of them unused), as the table was first built. Slow (every job run again per entry); kept

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <functional>
 #include <random>
 #include <string>
@@ -325,6 +326,64 @@ TEST(Serving, ConcurrencyOneIsSynchronous) {
     EXPECT_DOUBLE_EQ(r.records[i].tpot_ms(), 2);
     EXPECT_DOUBLE_EQ(r.records[i].arrival_ms, i * 30.0);  // sent when the one before ends
   }
+}
+
+// Inter-token latency on a trace computed by hand: A (4 tokens) arrives at 0, B (3 tokens) at
+// 11.5 ms; prefill 10 ms, decode 1 ms at batch 1 and 4 ms at batch 2..4. A: prefill 0-10, decodes
+// 10-11, 11-12; B's prefill 12-22 (prefill first: A waits); both decode 22-26 (A done); B alone
+// 26-27. A's gaps 1, 1, 14; B's 4, 1.
+TEST(Serving, InterTokenLatencyOnAHandComputedTrace) {
+  StepCostTable t = FlatTable(10, 1, 4);
+  t.decode_ms = {{1, 1}, {4, 4}};
+  SchedulerConfig c;
+  c.max_num_seqs = 4;
+  const SimulationResult r = Simulate(t, c, {{0, 0, 100, 4}, {1, 11.5, 100, 3}});
+  const RequestRecord &a = r.records[0], &b = r.records[1];
+  EXPECT_DOUBLE_EQ(a.e2e_ms(), 26);
+  EXPECT_DOUBLE_EQ(b.e2e_ms(), 27 - 11.5);
+  EXPECT_DOUBLE_EQ(a.itl_max_ms, 14);
+  EXPECT_DOUBLE_EQ(a.itl_p50_ms, 1);
+  EXPECT_DOUBLE_EQ(a.itl_p99_ms, 1 + 0.98 * 13);  // sorted 1, 1, 14: position 1.98
+  EXPECT_DOUBLE_EQ(b.itl_max_ms, 4);
+  EXPECT_DOUBLE_EQ(b.itl_p50_ms, 2.5);
+  EXPECT_DOUBLE_EQ(b.itl_p99_ms, 1 + 0.99 * 3);
+  EXPECT_TRUE(a.itls_running.empty() && a.itls_running.capacity() == 0);  // freed at the end
+  // Over all five gaps 1, 1, 1, 4, 14 (numpy's linear percentiles).
+  const Metrics m = ComputeMetrics(r, {});
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("mean_itl_ms"), 21.0 / 5);
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("median_itl_ms"), 1);
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("p90_itl_ms"), 4 + 0.6 * 10);
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("p99_itl_ms"), 4 + 0.96 * 10);
+  EXPECT_NEAR(m.latency_ms.at("std_itl_ms"), std::sqrt((3 * 3.2 * 3.2 + 0.2 * 0.2 + 9.8 * 9.8) / 5), 1e-12);
+  // JSON keys as vllm bench serve's; the CSV's ITL columns.
+  const std::string json = MetricsJson(m, "");
+  for (const char* key : {"\"mean_itl_ms\"", "\"median_itl_ms\"", "\"p99_itl_ms\"", "\"std_itl_ms\""}) {
+    EXPECT_THAT(json, HasSubstr(key));
+  }
+  const std::string csv = RequestsCsv(r);
+  EXPECT_THAT(csv, HasSubstr("tpot_ms,itl_p50_ms,itl_p99_ms,itl_max_ms,e2el_ms"));
+  EXPECT_THAT(csv, HasSubstr(",5.333333,1.000000,13.740000,14.000000,26.000000,"));
+  EXPECT_THAT(FormatMetrics(m), HasSubstr("itl"));
+}
+
+// The percentile of a value -> count multiset is the percentile of the values spelled out.
+TEST(Serving, CountedPercentileEqualsTheSpelledOut) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::map<double, int64_t> counts;
+    std::vector<double> values;
+    const int distinct = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < distinct; ++i) {
+      const double v = static_cast<double>(rng() % 1000) / 10.0;
+      const int64_t n = 1 + static_cast<int64_t>(rng() % 5);
+      counts[v] += n;
+      values.insert(values.end(), n, v);
+    }
+    for (double pct : {0.0, 10.0, 50.0, 90.0, 99.0, 100.0}) {
+      EXPECT_DOUBLE_EQ(Percentile(counts, pct), Percentile(values, pct)) << "trial " << trial << " pct " << pct;
+    }
+  }
+  EXPECT_EQ(Percentile(std::map<double, int64_t>{}, 50), 0);
 }
 
 TEST(Serving, GeneratorsAreSeededAndReproducible) {
