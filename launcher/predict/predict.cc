@@ -30,21 +30,13 @@ int ParseCount(const std::string& text, const std::string& key, const std::strin
   return static_cast<int>(v);
 }
 
+}  // namespace
+
 ResolvedScenario Resolve(const proto::Scenario& s, const std::string& source) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(s, &text);
   return ResolveScenario(text, source);
 }
-
-// One simulated decode job of two layers (one when the model has one): the first layer and the second,
-// whose QKV weight loads start while the first's residual runs, as every later layer's do
-// (tests/launcher/layer_e2e_test.cc: layers 2, 3, ... take identical times). The stack of L
-// layers then takes first + (L - 1) x steady, which the tests check against a `layers: k` run.
-struct LayerTimes {
-  double first_ns = 0, steady_ns = 0;
-  std::vector<PhaseTime> phases;  // the steady layer's (the first's for a one-layer model)
-  double Stack(int layers) const { return first_ns + (layers - 1) * steady_ns; }
-};
 
 LayerTimes Layers(const proto::ScenarioSummary& s) {
   LayerTimes t;
@@ -76,6 +68,8 @@ double LmHeadNs(const PredictRequest& r, const PredictPlan& plan, const Hardware
   return std::max(memory_ns, compute_ns) + argmax_ns;
 }
 
+namespace {
+
 // Problems of the request that the layer scenarios do not see (the layers' own rules come from
 // ResolveScenario, named by plan).
 std::vector<std::string> RequestProblems(const PredictRequest& r) {
@@ -104,11 +98,7 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
   return p;
 }
 
-// A prefill longer than the chunk limit (--max-prefill-chunk, the attention CTE's keys, the o_proj
-// CTE's B x C rows) runs in k chunks of C = ceil(S / k) tokens.
-struct Chunks {
-  int count = 1, tokens = 0;
-};
+}  // namespace
 
 Chunks PrefillChunks(const PredictRequest& r) {
   const HardwareProfile hw = r.profile_path.empty() ? Trn2Profile() : LoadHardwareProfile(r.profile_path);
@@ -120,6 +110,8 @@ Chunks PrefillChunks(const PredictRequest& r) {
   c.tokens = (r.input_tokens + c.count - 1) / c.count;
   return c;
 }
+
+namespace {
 
 struct PlanScenarios {
   Chunks chunks;
@@ -159,7 +151,8 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   return s;
 }
 
-// HBM per logical core of the whole model at batch `batch`, the KV cache at S + N tokens.
+}  // namespace
+
 int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int batch, HbmFootprint* layers) {
   proto::Scenario whole = decode.spec;
   whole.set_batch(static_cast<uint32_t>(batch));
@@ -171,6 +164,8 @@ int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int ba
   const int64_t rows = (r.model.vocab + tp - 1) / tp;
   return layers->total() + rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2);
 }
+
+namespace {
 
 // The largest batch (a multiple of G, at most the decode kernels' 128) that fits; 0: none.
 int MaxBatch(const PredictRequest& r, const ResolvedScenario& decode) {
@@ -212,18 +207,12 @@ void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPredic
   out.max_input = r.max_context ? MaxInput(r, decode) : -1;
 }
 
-// k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before
-// it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
-// one chunk's, of which the k simulated chunks hold k.
 void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
   const std::string trace = r.trace_path.empty() ? "" : TracePaths(r.trace_path, out.plan).second;
   const LayerTimes prefill = Layers(RunTimingJob(s.prefill, trace).scenarios(0));
-  const int k = s.chunks.count, L = r.model.layers;
-  double attention_us = 0;
-  for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
-  out.prefill_chunks = k;
+  out.prefill_chunks = s.chunks.count;
   out.prefill_chunk_tokens = s.chunks.tokens;
-  out.prefill_stack_ns = k * prefill.Stack(L) + double(k) * (k - 1) * attention_us * 1000.0 * L;
+  out.prefill_stack_ns = PrefillStackNs(prefill, s.chunks.count, r.model.layers);
   out.prefill_phases = prefill.phases;
 }
 
@@ -281,6 +270,13 @@ PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan
 }
 
 }  // namespace
+
+double PrefillStackNs(const LayerTimes& chunk, int chunks, int layers) {
+  double attention_us = 0;
+  for (const PhaseTime& p : chunk.phases) attention_us += p.phase == "attention" ? p.us : 0;
+  const int k = chunks;
+  return k * chunk.Stack(layers) + double(k) * (k - 1) * attention_us * 1000.0 * layers;
+}
 
 std::string DefaultPlanName(const PredictPlan& p) {
   std::string name = StrCat("tp", p.tp);

@@ -26,6 +26,8 @@
 
 #include "launcher/predict/hf_config.h"
 #include "launcher/scenarios/footprint.h"
+#include "launcher/scenarios/scenario_config.h"
+#include "proto/report.pb.h"
 #include "proto/scenario.pb.h"
 #include "runtime/hardware_profile.h"
 
@@ -94,6 +96,35 @@ struct PlanPrediction {
   bool simulated = false;  // false: a plan that does not fit and whose layer could not run
   std::string error;       // why (the kernel's error)
 };
+
+// The pieces of a prediction, also priced one by one by `nkisim serve`'s step-cost table
+// (launcher/commands/serve_step_costs.h), which simulates each distinct layer job once.
+ResolvedScenario Resolve(const proto::Scenario& s, const std::string& source);
+// One simulated decode job of two layers (one when the model has one): the first layer and the second,
+// whose QKV weight loads start while the first's residual runs, as every later layer's do
+// (tests/launcher/layer_e2e_test.cc: layers 2, 3, ... take identical times). The stack of L
+// layers then takes first + (L - 1) x steady, which the tests check against a `layers: k` run.
+struct LayerTimes {
+  double first_ns = 0, steady_ns = 0;
+  std::vector<PhaseTime> phases;  // the steady layer's (the first's for a one-layer model)
+  double Stack(int layers) const { return first_ns + (layers - 1) * steady_ns; }
+};
+LayerTimes Layers(const proto::ScenarioSummary& s);
+// A prefill longer than the chunk limit (--max-prefill-chunk, the attention CTE's keys, the o_proj
+// CTE's B x C rows) runs in k chunks of C = ceil(S / k) tokens.
+struct Chunks {
+  int count = 1, tokens = 0;
+};
+Chunks PrefillChunks(const PredictRequest& r);
+// k chunks: each runs the simulated chunk; chunk j's queries also attend the j x C keys before
+// it, priced by the causal attention's quadratic growth: all k chunks' attention is k^2 times
+// one chunk's, of which the k simulated chunks hold k. The L layers of all chunks, ns.
+double PrefillStackNs(const LayerTimes& chunk, int chunks, int layers);
+// The LM head of `rows` rows and the cross-rank argmax, ns (a roofline: see the top of this file).
+double LmHeadNs(const PredictRequest& r, const PredictPlan& plan, const HardwareProfile& hw, int rows);
+// HBM per logical core of the whole model at batch `batch`, the KV cache at S + N tokens (fills
+// `layers` with the layers' footprint).
+int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int batch, HbmFootprint* layers);
 
 // "tp=64[,attention_dp=8][,lnc=1][,replicas=4]" (also "tp64"); throws Error(kBadConfig) naming
 // the value.
