@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "launcher/commands/common_options.h"
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 

@@ -1,4 +1,4 @@
-#include "launcher/predict/timing_job.h"
+#include "model/timing_job.h"
 
 #include <map>
 #include <mutex>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "collectives/local_fabric.h"
-#include "launcher/job/rank_plans.h"
-#include "launcher/job/run_report.h"
+#include "model/rank_plans.h"
+#include "model/run_report.h"
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"
 

@@ -1,4 +1,4 @@
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 
 #include <google/protobuf/text_format.h>
 #include <nlohmann/json.hpp>
@@ -8,8 +8,8 @@
 #include <cstdlib>
 
 #include "kernels/attention/attention_cte.h"
-#include "launcher/predict/timing_job.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/timing_job.h"
+#include "model/scenario_config.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {

@@ -1,4 +1,4 @@
-#include "launcher/scenarios/footprint.h"
+#include "model/footprint.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-#include "launcher/scenarios/phase_runner.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/phase_runner.h"
+#include "model/scenario_config.h"
 
 #include <signal.h>
 #include <sys/resource.h>

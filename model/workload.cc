@@ -1,4 +1,4 @@
-#include "launcher/scenarios/workload.h"
+#include "model/workload.h"
 
 #include <mpi.h>
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "collectives/communicator.h"
-#include "launcher/scenarios/phase_runner.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/phase_runner.h"
+#include "model/scenario_config.h"
 #include "proto/control.pb.h"
 
 namespace nkisim::launcher {

@@ -1,4 +1,4 @@
-#include "launcher/scenarios/golden_chain.h"
+#include "model/golden_chain.h"
 
 #include <mpi.h>
 

@@ -3,11 +3,11 @@
 //   * makes exactly this rank's slice of the global inputs with the counter-based RNG (so a plan
 //     changes what a rank holds, never the values of the layer);
 //   * runs each phase through the PhaseRunner, which checks it against the golden of the whole
-//     layer chain (launcher/scenarios/golden_chain.h: each phase's plain reference applied to the
+//     layer chain (model/golden_chain.h: each phase's plain reference applied to the
 //     goldens of the phases before it; the data movements also bit for bit against raw MPI calls);
 //   * records samples of the layer output at fixed global indices, so the launcher can check that
 //     every plan of a job computes the same layer (the plan changes cost, not results).
-// Rows: decode (launcher/scenarios/decode.cc), prefill (launcher/scenarios/prefill.cc).
+// Rows: decode (model/decode.cc), prefill (model/prefill.cc).
 #pragma once
 
 #include <algorithm>
@@ -19,9 +19,9 @@
 #include "collectives/communicator.h"
 #include "kernels/mlp/mlp.h"
 #include "kernels/qkv/qkv.h"
-#include "launcher/scenarios/golden_chain.h"
-#include "launcher/scenarios/phase_runner.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/golden_chain.h"
+#include "model/phase_runner.h"
+#include "model/scenario_config.h"
 #include "proto/control.pb.h"
 #include "runtime/rng.h"
 #include "runtime/sim_mode.h"
@@ -76,7 +76,7 @@ ScenarioFootprint RunPrefill(PlanRun& run);
 const std::vector<WorkloadInfo>& Workloads();
 const WorkloadInfo& FindWorkload(Workload kind);
 
-// --- Helpers the workloads share (launcher/scenarios/workload.cc) ---
+// --- Helpers the workloads share (model/workload.cc) ---
 
 // Fills run.shared for this rank unless it already holds this TP split's inputs: per step the
 // hidden state x [B, tokens, H] (of a global [replica, step, B, tokens, H]), and per layer its

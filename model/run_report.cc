@@ -1,6 +1,6 @@
-#include "launcher/job/run_report.h"
+#include "model/run_report.h"
 
-#include "launcher/scenarios/footprint.h"
+#include "model/footprint.h"
 
 #include <google/protobuf/util/json_util.h>
 

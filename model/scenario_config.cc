@@ -1,11 +1,11 @@
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 
 #include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <set>
 
-#include "launcher/scenarios/footprint.h"
+#include "model/footprint.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "runtime/problem_list.h"

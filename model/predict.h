@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/predict/hf_config.h"
-#include "launcher/scenarios/footprint.h"
+#include "model/hf_config.h"
+#include "model/footprint.h"
 #include "proto/scenario.pb.h"
 #include "runtime/hardware_profile.h"
 

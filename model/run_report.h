@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 #include "proto/control.pb.h"
 #include "proto/report.pb.h"
 

@@ -1,9 +1,9 @@
-#include "launcher/job/rank_plans.h"
+#include "model/rank_plans.h"
 
 #include <chrono>
 #include <fstream>
 
-#include "launcher/scenarios/workload.h"
+#include "model/workload.h"
 
 namespace nkisim::launcher {
 namespace {

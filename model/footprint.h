@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 
 namespace nkisim::launcher {
 

@@ -6,7 +6,7 @@
 // (WriteRunTrace). Throws the first rank's error.
 #pragma once
 
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 #include "proto/report.pb.h"
 
 #include <string>

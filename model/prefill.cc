@@ -30,7 +30,7 @@
 #include "kernels/reference/compare.h"
 #include "kernels/reference/output_projection_ref.h"
 #include "kernels/reference/qkv_ref.h"
-#include "launcher/scenarios/workload.h"
+#include "model/workload.h"
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"
 

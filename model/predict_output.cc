@@ -1,7 +1,7 @@
-// The text and JSON output of `nkisim predict` (launcher/predict/predict.h).
+// The text and JSON output of `nkisim predict` (model/predict.h).
 #include <nlohmann/json.hpp>
 
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {

@@ -1,4 +1,4 @@
-#include "launcher/predict/hf_config.h"
+#include "model/hf_config.h"
 
 #include <nlohmann/json.hpp>
 
