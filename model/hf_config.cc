@@ -15,10 +15,14 @@ namespace {
 using nlohmann::json;
 using Problems = std::vector<std::string>;
 
+// The family table: one row per architecture. A row with a router is a mixture of experts: its
+// expert MLP's I is read from `expert_inter_key`, every decoder layer an MoE block.
 struct Architecture {
   const char* name;
   const char* model_type;  // the config's model_type when it has one
   bool qk_norm;
+  const char* router = nullptr;           // the router family; nullptr: dense
+  const char* expert_inter_key = nullptr;  // the key holding one expert's I
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -26,7 +30,14 @@ constexpr Architecture kArchitectures[] = {
     {"MistralForCausalLM", "mistral", false},
     {"Qwen2ForCausalLM", "qwen2", false},
     {"Qwen3ForCausalLM", "qwen3", true},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", true, "qwen3", "moe_intermediate_size"},
+    {"MixtralForCausalLM", "mixtral", false, "mixtral", "intermediate_size"},
 };
+
+// Bounds on sizes no real model reaches, so an absurd config is refused instead of priced.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxExperts = 1024;
+constexpr double kMaxRopeFactor = 256;
 
 std::string Shown(const json& v) {
   std::string s = v.dump();
@@ -47,7 +58,65 @@ void Hidden(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "hidden_siz
 void Intermediate(const json& v, HfModel& m, Problems& p) {
   PositiveInt(v, "intermediate_size", &m.intermediate, p);
 }
-void Layers(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "num_hidden_layers", &m.layers, p); }
+void Layers(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "num_hidden_layers", &m.layers, p);
+  if (m.layers > kMaxLayers) {
+    p.push_back(StrCat("num_hidden_layers: ", m.layers, ": must be <= ", kMaxLayers, " (no model has more)"));
+    m.layers = 0;
+  }
+}
+// num_experts (Qwen3-MoE) and num_local_experts (Mixtral) name the same count: both given, they
+// must agree (CheckShapes).
+void Experts(const json& v, const char* key, HfModel& m, Problems& p) {
+  int e = 0;
+  PositiveInt(v, key, &e, p);
+  if (e > kMaxExperts) {
+    p.push_back(StrCat(key, ": ", e, ": must be <= ", kMaxExperts));
+    return;
+  }
+  if (e > 0 && m.experts > 0 && e != m.experts) {
+    p.push_back(StrCat(key, ": ", e, ": disagrees with the other expert count given (", m.experts,
+                       "); num_experts and num_local_experts must be equal when both are given"));
+  }
+  if (e > 0 && m.experts == 0) m.experts = e;
+}
+void NumExperts(const json& v, HfModel& m, Problems& p) { Experts(v, "num_experts", m, p); }
+void NumLocalExperts(const json& v, HfModel& m, Problems& p) { Experts(v, "num_local_experts", m, p); }
+void TopK(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "num_experts_per_tok", &m.top_k, p); }
+void MoeIntermediate(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "moe_intermediate_size", &m.expert_inter, p);
+}
+void NormTopk(const json& v, HfModel&, Problems& p) {
+  if (!v.is_boolean() || !v.get<bool>()) {
+    p.push_back(StrCat("norm_topk_prob: ", Shown(v), ": must be true (the qwen3 router renormalises "
+                       "its top-k weights)"));
+  }
+}
+void SparseStep(const json& v, HfModel&, Problems& p) {
+  if (!v.is_number_integer() || v.get<int64_t>() != 1) {
+    p.push_back(StrCat("decoder_sparse_step: ", Shown(v), ": must be 1 (every layer an MoE block; "
+                       "interleaved dense layers are not modeled for this architecture)"));
+  }
+}
+void MlpOnlyLayers(const json& v, HfModel&, Problems& p) {
+  if (!v.is_array() || !v.empty()) {
+    p.push_back(StrCat("mlp_only_layers: ", Shown(v), ": must be [] (every layer an MoE block)"));
+  }
+}
+// rope_scaling changes values, not cost; its factor is bounded so an absurd one is refused.
+void RopeScaling(const json& v, HfModel&, Problems& p) {
+  if (v.is_null()) return;
+  if (!v.is_object()) {
+    p.push_back(StrCat("rope_scaling: ", Shown(v), ": must be null or an object"));
+    return;
+  }
+  if (v.contains("factor") &&
+      (!v.at("factor").is_number() || !(v.at("factor").get<double>() > 0) ||
+       v.at("factor").get<double>() > kMaxRopeFactor)) {
+    p.push_back(StrCat("rope_scaling.factor: ", Shown(v.at("factor")), ": must be a number in (0, ",
+                       kMaxRopeFactor, "]"));
+  }
+}
 void QHeads(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "num_attention_heads", &m.n_q_heads, p); }
 void KvHeads(const json& v, HfModel& m, Problems& p) {
   PositiveInt(v, "num_key_value_heads", &m.n_kv_heads, p);
@@ -146,7 +215,16 @@ constexpr Key kKeys[] = {
     {"eos_token_id", Metadata, "tokenizer: ignored"},
     {"pad_token_id", Metadata, "tokenizer: ignored"},
     {"rope_theta", Metadata, "RoPE's base: changes values, not cost: ignored"},
-    {"rope_scaling", Metadata, "RoPE's scaling: changes values, not cost: ignored"},
+    {"rope_scaling", RopeScaling, "RoPE's scaling: changes values, not cost (factor <= 256)"},
+    {"num_experts", NumExperts, "MoE: the experts E (moe_ep divides it)"},
+    {"num_local_experts", NumLocalExperts, "MoE: the experts E (Mixtral's name; equal to num_experts if both)"},
+    {"num_experts_per_tok", TopK, "MoE: top-k experts a token (<= E)"},
+    {"moe_intermediate_size", MoeIntermediate, "MoE (Qwen3-MoE): one expert's I (moe_tp divides it)"},
+    {"norm_topk_prob", NormTopk, "MoE (Qwen3-MoE): must be true"},
+    {"decoder_sparse_step", SparseStep, "MoE (Qwen3-MoE): must be 1"},
+    {"mlp_only_layers", MlpOnlyLayers, "MoE (Qwen3-MoE): must be []"},
+    {"output_router_logits", Metadata, "training only: ignored"},
+    {"router_aux_loss_coef", Metadata, "training only: ignored"},
     {"max_window_layers", Metadata, "Qwen: only with use_sliding_window (false): ignored"},
     {"transformers_version", Metadata, "ignored"},
     {"_name_or_path", Metadata, "ignored"},
@@ -201,6 +279,30 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
   }
 }
 
+// An MoE row: the expert count, top-k and the expert's I are required; top-k <= E.
+void CheckMoe(const json& config, const Architecture& arch, HfModel& m, Problems& p) {
+  m.moe = true;
+  m.router = arch.router;
+  if (config.contains(arch.expert_inter_key)) {
+    const json& v = config.at(arch.expert_inter_key);
+    if (v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() <= (int64_t{1} << 31)) {
+      m.expert_inter = static_cast<int>(v.get<int64_t>());
+    }
+  }
+  if (!config.contains("num_experts") && !config.contains("num_local_experts")) {
+    p.push_back(StrCat("num_experts / num_local_experts: missing: required for ", arch.name));
+  }
+  if (!config.contains("num_experts_per_tok")) {
+    p.push_back(StrCat("num_experts_per_tok: missing: required for ", arch.name));
+  }
+  if (!config.contains(arch.expert_inter_key)) {
+    p.push_back(StrCat(arch.expert_inter_key, ": missing: required for ", arch.name, " (one expert's I)"));
+  }
+  if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts) {
+    p.push_back(StrCat("num_experts_per_tok: ", m.top_k, ": must be <= the experts (", m.experts, ")"));
+  }
+}
+
 }  // namespace
 
 // The text as JSON, refusing what json::parse lets through: a key given twice in one object (the
@@ -248,7 +350,8 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
   HfModel m;
   m.source = source;
   Problems p;
-  if (const Architecture* arch = CheckArchitecture(config, p)) {
+  const Architecture* arch = CheckArchitecture(config, p);
+  if (arch != nullptr) {
     m.architecture = arch->name;
     m.qk_norm = arch->qk_norm;
   }
@@ -262,6 +365,16 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
     }
   }
   CheckShapes(config, m, p);
+  if (arch != nullptr && arch->router != nullptr) {
+    CheckMoe(config, *arch, m, p);
+  } else {
+    for (const char* key : {"num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size"}) {
+      if (config.contains(key)) {
+        p.push_back(StrCat(key, ": ", Shown(config.at(key)), ": a mixture-of-experts key in a dense architecture (",
+                           m.architecture, ")"));
+      }
+    }
+  }
   if (!p.empty()) {
     std::string message = StrCat(source, ": ", p.size(), p.size() == 1 ? " problem:" : " problems:");
     for (const std::string& s : p) message += StrCat("\n  ", s);

@@ -27,6 +27,14 @@ struct HfModel {
   std::string dtype = "bf16";       // torch_dtype bfloat16 / float16: 2 bytes, simulated as bf16
   int64_t max_positions = 0;        // max_position_embeddings; 0: not given (no limit checked)
   bool qk_norm = false;             // Qwen3: per-head RMSNorm of q and k (no cost modeled)
+  // Mixture of experts (an architecture row with a router family): every decoder layer's MLP is
+  // an MoE block of `experts` experts, top_k a token, each an MLP of expert_inter (model/moe_block.h).
+  bool moe = false;
+  std::string router;        // the router family ("qwen3", "mixtral"): kernels/reference/moe_ref.h
+  int experts = 0;           // num_experts / num_local_experts
+  int top_k = 0;             // num_experts_per_tok
+  int expert_inter = 0;      // moe_intermediate_size (Qwen3-MoE) or intermediate_size (Mixtral)
+  int shared_inter = 0;      // a shared expert's I; 0: none
 };
 
 // Throws Error(kBadConfig) listing every problem ("<source>: 2 problems:\n  hidden_size: -1:

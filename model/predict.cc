@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "kernels/attention/attention_cte.h"
+#include "kernels/reference/moe_ref.h"
 #include "model/timing_job.h"
 #include "model/scenario_config.h"
 #include "runtime/error.h"
@@ -100,6 +101,13 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
       p.push_back(StrCat("plan '", plan.name, "': lnc: ", plan.lnc, ": must be 1 or 2"));
     }
     if (plan.replicas < 1) p.push_back(StrCat("plan '", plan.name, "': replicas: ", plan.replicas, ": must be >= 1"));
+    if (plan.tp <= 0) continue;
+    if (r.model.moe) {
+      for (std::string& q : MoePlanProblems(MoeShapeOf(r.model), MoePlanOf(plan), plan.name)) p.push_back(q);
+    } else if (plan.moe_ep > 0 || plan.moe_tp > 0) {
+      p.push_back(StrCat("plan '", plan.name, "': moe_ep / moe_tp: given for ", r.model.architecture,
+                         ", a dense model: only a mixture-of-experts model has experts to spread"));
+    }
   }
   return p;
 }
@@ -159,7 +167,19 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   return s;
 }
 
-// HBM per logical core of the whole model at batch `batch`, the KV cache at S + N tokens.
+// An MoE model's router and experts per layer on one rank (0 for a dense model): all E / moe_ep
+// experts' weights are resident, whichever the router picks.
+int64_t MoeBytes(const PredictRequest& r, const ResolvedScenario& decode) {
+  if (!r.model.moe) return 0;
+  PredictPlan plan;
+  for (const PredictPlan& p : r.plans) {
+    if (p.name == decode.plans.front().name) plan = p;
+  }
+  return MoeWeightBytesPerRank(MoeShapeOf(r.model), MoePlanOf(plan));
+}
+
+// HBM per logical core of the whole model at batch `batch`, the KV cache at S + N tokens (with an
+// MoE model's experts).
 int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int batch, HbmFootprint* layers) {
   proto::Scenario whole = decode.spec;
   whole.set_batch(static_cast<uint32_t>(batch));
@@ -169,7 +189,8 @@ int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int ba
   *layers = PlanHbmFootprint(whole, decode.dtype, Workload::kDecode, decode.plans.front(), decode.profile);
   const int tp = decode.plans.front().tp;
   const int64_t rows = (r.model.vocab + tp - 1) / tp;
-  return layers->total() + rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2);
+  return layers->total() + rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2) +
+         MoeBytes(r, decode) * r.model.layers;
 }
 
 // The largest batch (a multiple of G, at most the decode kernels' 128) that fits; 0: none.
@@ -205,7 +226,8 @@ int MaxInput(const PredictRequest& r, const ResolvedScenario& decode) {
 
 void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPrediction& out) {
   out.hbm_bytes = ModelHbm(r, decode, r.batch, &out.layers_hbm);
-  out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total();
+  out.moe_bytes_per_layer = MoeBytes(r, decode);
+  out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total() - out.moe_bytes_per_layer * r.model.layers;
   out.hbm_capacity = out.layers_hbm.capacity;
   out.fits = out.hbm_bytes <= out.hbm_capacity;
   out.max_batch = r.max_batch ? MaxBatch(r, decode) : -1;
@@ -225,6 +247,12 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
   out.prefill_chunk_tokens = s.chunks.tokens;
   out.prefill_stack_ns = k * prefill.Stack(L) + double(k) * (k - 1) * attention_us * 1000.0 * L;
   out.prefill_phases = prefill.phases;
+  if (r.model.moe) {  // every layer's MoE block over the chunk's B x C tokens, k chunks
+    out.moe_prefill = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), int64_t{r.batch} * s.chunks.tokens,
+                                    r.skew, s.prefill.profile);
+    out.prefill_stack_ns += double(k) * L * out.moe_prefill.total_ns();
+    for (const MoePhaseCost& c : out.moe_prefill.phases) out.prefill_phases.push_back({c.phase, c.ns / 1000.0});
+  }
 }
 
 // The N steps as one back-to-back run (`steps: N`) times them: step 0's first layer is the
@@ -242,6 +270,11 @@ void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPredicti
       out.decode_phases_kv = kv;
     }
     out.samples.emplace_back(kv, r.model.layers * (d.first_ns - saving_ns));
+  }
+  if (r.model.moe) {  // every layer's MoE block over the step's B tokens (the same at every KV length)
+    out.moe_decode = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), r.batch, r.skew, s.decode.front().profile);
+    for (auto& sample : out.samples) sample.second += r.model.layers * out.moe_decode.total_ns();
+    for (const MoePhaseCost& c : out.moe_decode.phases) out.decode_phases.push_back({c.phase, c.ns / 1000.0});
   }
   out.decode_stack_mean_ns =
       MeanInterpolated(out.samples, r.input_tokens, r.output_tokens) + saving_ns / r.output_tokens;
@@ -282,9 +315,30 @@ PlanPrediction PredictPlanTimes(const PredictRequest& r, const PredictPlan& plan
 
 }  // namespace
 
+MoePlan MoePlanOf(const PredictPlan& p) {
+  MoePlan m;
+  m.tp = std::max(1, p.tp);
+  m.lnc = std::max(1, p.lnc);
+  m.ep = p.moe_ep > 0 ? p.moe_ep : (p.moe_tp > 0 ? std::max(1, m.tp / p.moe_tp) : 1);
+  m.moe_tp = p.moe_tp > 0 ? p.moe_tp : std::max(1, m.tp / m.ep);
+  return m;
+}
+
+MoeShape MoeShapeOf(const HfModel& m) {
+  MoeShape s;
+  s.hidden = m.hidden;
+  s.experts = m.experts;
+  s.top_k = m.top_k;
+  s.expert_inter = m.expert_inter;
+  s.shared_inter = m.shared_inter;
+  s.family = reference::ParseRouterFamily(m.router);
+  return s;
+}
+
 std::string DefaultPlanName(const PredictPlan& p) {
   std::string name = StrCat("tp", p.tp);
   if (p.attention_dp > 1) name += StrCat("xdp", p.attention_dp);
+  if (p.moe_ep > 1) name += StrCat("_ep", p.moe_ep);
   if (p.replicas > 1) name += StrCat("r", p.replicas);
   if (p.lnc == 1) name += "_lnc1";
   return name;
@@ -321,9 +375,13 @@ PredictPlan ParsePlan(const std::string& text) {
       p.lnc = ParseCount(value, key, text);
     } else if (key == "replicas") {
       p.replicas = ParseCount(value, key, text);
+    } else if (key == "moe_ep") {
+      p.moe_ep = ParseCount(value, key, text);
+    } else if (key == "moe_tp") {
+      p.moe_tp = ParseCount(value, key, text);
     } else {
       Raise(ErrorCode::kBadConfig, StrCat("--plan ", text, ": '", item, "': unknown; a plan is ",
-                                          "tp=N[,attention_dp=G][,lnc=L][,replicas=R] or tpN"));
+                                          "tp=N[,attention_dp=G][,lnc=L][,replicas=R][,moe_ep=E][,moe_tp=T] or tpN"));
     }
     start = comma + 1;
   }
@@ -341,8 +399,13 @@ proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, 
   m.set_n_kv_heads(static_cast<uint32_t>(r.model.n_kv_heads));
   m.set_d_head(static_cast<uint32_t>(r.model.head_dim));
   m.set_rms_eps(r.model.rms_eps);
-  m.set_intermediate(static_cast<uint32_t>(r.model.intermediate));
-  m.set_activation(r.model.activation);
+  if (r.model.moe) {
+    // The MoE block is priced apart (model/moe_block.h): the layer simulated is the attention block.
+    s.set_attention_only(true);
+  } else {
+    m.set_intermediate(static_cast<uint32_t>(r.model.intermediate));
+    m.set_activation(r.model.activation);
+  }
   s.set_dtype(r.model.dtype);
   s.set_seed(1);
   s.set_hardware_profile(r.profile_path);
@@ -358,7 +421,7 @@ proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, 
     // 70B tutorial compiles it) when the tokens split evenly over tp.
     s.set_workload("prefill");
     s.set_seq_len(static_cast<uint32_t>(tokens));
-    s.set_sequence_parallel(tokens % plan.tp == 0);
+    s.set_sequence_parallel(!r.model.moe && tokens % plan.tp == 0);
   } else {
     s.set_workload("decode");
     s.set_kv_length(static_cast<uint32_t>(tokens));

@@ -24,8 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/hf_config.h"
 #include "model/footprint.h"
+#include "model/hf_config.h"
+#include "model/moe_block.h"
 #include "proto/scenario.pb.h"
 #include "runtime/hardware_profile.h"
 
@@ -40,6 +41,10 @@ struct PredictPlan {
   // times are one replica's (one is simulated: replicas share nothing), the ranks and the
   // tokens per instance R times one's.
   int replicas = 1;
+  // Mixture-of-experts models: the replica's tp ranks cut as moe_ep x moe_tp (model/moe_block.h);
+  // 0: not given (moe_ep 1, moe_tp tp: every rank holds every expert's I / tp). Dense models
+  // refuse them.
+  int moe_ep = 0, moe_tp = 0;
 };
 
 struct PredictRequest {
@@ -59,7 +64,14 @@ struct PredictRequest {
   // --trace: the Chrome/Perfetto traces of each plan's simulated jobs, the decode layers at KV S
   // and the prefill chunk's layer (TracePaths); "" none.
   std::string trace_path;
+  // MoE models: how the router spreads the tokens over the experts (--router-skew).
+  kernels::moe::RouterSkew skew;
 };
+
+// The MoE plan of a PredictPlan (moe_ep / moe_tp defaults filled).
+MoePlan MoePlanOf(const PredictPlan& p);
+// The MoE block shape of a model (REQUIRES: model.moe).
+MoeShape MoeShapeOf(const HfModel& m);
 
 // The trace files of a plan under --trace PATH: PATH with ".<plan>.decode" and ".<plan>.prefill"
 // put before its extension ("t.json" -> "t.tp64.decode.json", "t.tp64.prefill.json").
@@ -91,11 +103,15 @@ struct PlanPrediction {
                            // whose HBM fits at S + N; 0 when none does
   int max_input = -1;      // with PredictRequest::max_context: the longest prompt that fits at B
                            // with N output tokens (context = it + N); 0 when none does
+  // MoE models: one MoE block of a decode step (B tokens) and of a prefill chunk (B x C tokens);
+  // their rows are also in decode_phases / prefill_phases.
+  MoeBlockCost moe_decode, moe_prefill;
+  int64_t moe_bytes_per_layer = 0;  // the rank's router + experts (+ shared expert) weights
   bool simulated = false;  // false: a plan that does not fit and whose layer could not run
   std::string error;       // why (the kernel's error)
 };
 
-// "tp=64[,attention_dp=8][,lnc=1][,replicas=4]" (also "tp64"); throws Error(kBadConfig) naming
+// "tp=64[,attention_dp=8][,lnc=1][,replicas=4][,moe_ep=8,moe_tp=8]" (also "tp64"); throws Error(kBadConfig) naming
 // the value.
 PredictPlan ParsePlan(const std::string& text);
 std::string DefaultPlanName(const PredictPlan& p);

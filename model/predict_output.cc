@@ -33,6 +33,27 @@ std::string Verdict(const PlanPrediction& p) {
                    (p.hbm_bytes - p.hbm_capacity) / kGiB, 100.0 * p.hbm_bytes / p.hbm_capacity);
 }
 
+// An MoE model: the plan's expert split, each step's busiest EP rank against the mean, and the
+// experts' resident weights.
+std::string MoeLines(const PredictRequest& r, const PlanPrediction& p) {
+  if (!r.model.moe) return "";
+  const MoePlan m = MoePlanOf(p.plan);
+  auto rows = [](const MoeBlockCost& c) {
+    int64_t sum = 0;
+    for (int64_t n : c.rank_rows) sum += n;
+    const double mean = c.rank_rows.empty() ? 0.0 : double(sum) / c.rank_rows.size();
+    const int64_t busiest = c.rank_rows.empty() ? 0 : c.rank_rows[c.busiest];
+    return StrPrintf("busiest EP rank %d: %lld expert rows (mean %.1f)", c.busiest, static_cast<long long>(busiest),
+                     mean);
+  };
+  return StrPrintf("  MoE: %d experts, top %d, expert I %d; moe_ep %d x moe_tp %d (%d experts and I %d a rank)\n"
+                   "    decode step: %s; prefill chunk: %s\n"
+                   "    experts' weights %.2f GiB a layer per rank (all %d of the rank's experts resident)\n",
+                   r.model.experts, r.model.top_k, r.model.expert_inter, m.ep, m.moe_tp, r.model.experts / m.ep,
+                   r.model.expert_inter / m.moe_tp, rows(p.moe_decode).c_str(), rows(p.moe_prefill).c_str(),
+                   p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep);
+}
+
 std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   const int L = r.model.layers;
   std::string out = StrPrintf("\nplan %s (tp %d, attention_dp %d, lnc %d%s)%s\n", p.plan.name.c_str(), p.plan.tp,
@@ -69,7 +90,7 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   out += StrPrintf("\n  decode step at KV %d, per phase (one layer, simulated):\n", p.decode_phases_kv);
   out += PhaseLine(p.decode_phases, L);
   out += "  prefill per phase (one layer, simulated):\n" + PhaseLine(p.prefill_phases, L);
-  return out + hbm + max_batch + max_context;
+  return out + MoeLines(r, p) + hbm + max_batch + max_context;
 }
 
 }  // namespace
@@ -98,6 +119,17 @@ std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPre
 }
 
 namespace {
+
+nlohmann::json MoeJson(const PlanPrediction& p) {
+  if (p.moe_decode.phases.empty()) return nullptr;
+  const MoePlan m = MoePlanOf(p.plan);
+  auto block = [](const MoeBlockCost& c) {
+    return nlohmann::json{{"rank_rows", c.rank_rows}, {"busiest_rank", c.busiest},
+                          {"busiest_expert_rows", c.busiest_expert_rows}, {"total_ns", c.total_ns()}};
+  };
+  return {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
+          {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
+}
 
 nlohmann::json PlanJson(const PlanPrediction& p) {
   nlohmann::json decode, prefill, samples = nlohmann::json::array();
@@ -139,7 +171,8 @@ nlohmann::json PlanJson(const PlanPrediction& p) {
           {"hbm_layers_bytes_per_rank", p.layers_hbm.total()},
           {"decode_layer_phases_us", decode},
           {"decode_phases_kv_length", p.decode_phases_kv},
-          {"prefill_layer_phases_us", prefill}};
+          {"prefill_layer_phases_us", prefill},
+          {"moe", MoeJson(p)}};
 }
 
 }  // namespace
