@@ -1,0 +1,244 @@
+// The MoE block of `nkisim predict` (model/moe_block.h) and predict's MoE plans, in process.
+// Relations only (the device cost model moves under these tests): a Zipf router slows the step
+// against uniform routing by what the busiest EP rank's extra rows cost, re-priced here by running
+// the expert kernel on that rank's rows; an EP plan differs from a TP plan by the MoE rows alone;
+// the experts' HBM per rank is the model's expert weights over the ranks; bad plans are refused
+// naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/moe/moe.h"
+#include "model/hf_config.h"
+#include "model/moe_block.h"
+#include "model/predict.h"
+#include "runtime/error.h"
+#include "runtime/hardware_profile.h"
+#include "runtime/logical_core.h"
+#include "runtime/sim_mode.h"
+
+namespace nkisim::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+namespace moe = kernels::moe;
+
+std::string Model(const std::string& name) { return std::string(NKISIM_SOURCE_DIR) + "/configs/models/" + name; }
+
+// Qwen3-30B-A3B's MoE block.
+MoeShape Qwen30b() {
+  MoeShape s;
+  s.hidden = 2048;
+  s.experts = 128;
+  s.top_k = 8;
+  s.expert_inter = 768;
+  return s;
+}
+
+moe::RouterSkew Zipf(double s) {
+  moe::RouterSkew k;
+  k.kind = moe::RouterSkew::Kind::kZipf;
+  k.zipf_s = s;
+  return k;
+}
+
+// One expert's MLP over n rows at I, on a fresh core (what the test re-prices independently).
+double ExpertKernelNs(const HardwareProfile& hw, int64_t n, int64_t h, int64_t inter) {
+  SetSimMode(SimMode::kTimingOnly);
+  LogicalCore core(1, hw);
+  const TensorView x = TensorView::Create({n, h}, DType::kBFloat16, "x");
+  const TensorView wg = TensorView::Create({h, inter}, DType::kBFloat16, "wg");
+  const TensorView wu = TensorView::Create({h, inter}, DType::kBFloat16, "wu");
+  const TensorView wd = TensorView::Create({inter, h}, DType::kBFloat16, "wd");
+  const TensorView y = TensorView::Create({n, h}, DType::kBFloat16, "y");
+  const double t0 = core.now();
+  core.Launch([&](const KernelContext& c) { moe::ExpertMlpKernel(c, x, wg, wu, wd, y); });
+  return core.now() - t0;
+}
+
+// The busiest rank's expert time from its per-expert rows: expert e on core e % lnc, the slowest
+// core's sum.
+double SlotNs(const HardwareProfile& hw, const std::vector<int64_t>& rows, int lnc, int64_t h, int64_t inter) {
+  std::vector<double> core(static_cast<size_t>(lnc), 0.0);
+  for (size_t e = 0; e < rows.size(); ++e) {
+    if (rows[e] > 0) core[e % lnc] += ExpertKernelNs(hw, rows[e], h, inter);
+  }
+  return *std::max_element(core.begin(), core.end());
+}
+
+TEST(MoeBlockTest, ZipfRouterSlowsTheStepByTheBusiestRanksExtraRows) {
+  const HardwareProfile hw = Trn2Profile();
+  const MoeShape s = Qwen30b();
+  const MoePlan ep{8, 8, 1, 2};
+  const int64_t tokens = 512;  // a prefill chunk: rows per expert past one 128-row block
+  const MoeBlockCost uniform = PriceMoeBlock(s, ep, tokens, moe::RouterSkew{}, hw);
+  const MoeBlockCost skewed = PriceMoeBlock(s, ep, tokens, Zipf(1.2), hw);
+  // Every choice lands somewhere: the rows sum to T x k under both routings.
+  for (const MoeBlockCost* c : {&uniform, &skewed}) {
+    EXPECT_EQ(std::accumulate(c->rank_rows.begin(), c->rank_rows.end(), int64_t{0}), tokens * s.top_k);
+  }
+  const int64_t busiest_uniform = uniform.rank_rows[uniform.busiest];
+  const int64_t busiest_skewed = skewed.rank_rows[skewed.busiest];
+  // Zipf puts the hot experts (0, 1, ...) on EP rank 0: it holds far more than the mean T k / ep.
+  EXPECT_EQ(skewed.busiest, 0);
+  EXPECT_GT(busiest_skewed, 2 * busiest_uniform) << busiest_skewed << " vs " << busiest_uniform;
+  // The experts row is the busiest rank's experts re-priced here from its rows.
+  const double uniform_slot = SlotNs(hw, uniform.busiest_expert_rows, ep.lnc, s.hidden, s.expert_inter);
+  const double skewed_slot = SlotNs(hw, skewed.busiest_expert_rows, ep.lnc, s.hidden, s.expert_inter);
+  EXPECT_NEAR(uniform.phase_ns("experts"), uniform_slot, 1e-6 * uniform_slot);
+  EXPECT_NEAR(skewed.phase_ns("experts"), skewed_slot, 1e-6 * skewed_slot);
+  // Visibly slower, and the experts' extra time is most of the difference; the rest is the
+  // all_to_all_v carrying the extra rows to and from that rank (dispatch and combine).
+  const double extra = skewed.total_ns() - uniform.total_ns();
+  EXPECT_GT(skewed.total_ns(), 1.5 * uniform.total_ns());
+  const double explained = (skewed_slot - uniform_slot) + (skewed.phase_ns("dispatch") - uniform.phase_ns("dispatch")) +
+                           (skewed.phase_ns("combine") - uniform.phase_ns("combine"));
+  EXPECT_NEAR(extra, explained, 1e-6 * extra);
+  EXPECT_GT(skewed_slot - uniform_slot, 0.5 * extra);
+  // The router runs on every token whatever the routing.
+  EXPECT_DOUBLE_EQ(skewed.phase_ns("router"), uniform.phase_ns("router"));
+}
+
+TEST(MoeBlockTest, TpOnlyHasNoExchangeAndEpExchangesTheRows) {
+  const HardwareProfile hw = Trn2Profile();
+  const MoeShape s = Qwen30b();
+  const MoeBlockCost tp = PriceMoeBlock(s, MoePlan{8, 1, 8, 2}, 64, moe::RouterSkew{}, hw);
+  const MoeBlockCost ep = PriceMoeBlock(s, MoePlan{8, 8, 1, 2}, 64, moe::RouterSkew{}, hw);
+  // TP only: one EP slot holds every row; EP 8: the slots split them.
+  ASSERT_EQ(tp.rank_rows.size(), 1u);
+  EXPECT_EQ(tp.rank_rows[0], 64 * 8);
+  ASSERT_EQ(ep.rank_rows.size(), 8u);
+  // TP only: its dispatch is the local permutation alone; EP adds the all_to_all_v.
+  const MoeBlockCost ep_local = PriceMoeBlock(s, MoePlan{1, 1, 1, 2}, 8, moe::RouterSkew{}, hw);
+  EXPECT_GT(ep.phase_ns("dispatch"), ep_local.phase_ns("dispatch"));
+  for (const MoeBlockCost* c : {&tp, &ep}) {
+    std::vector<std::string> names;
+    for (const MoePhaseCost& p : c->phases) names.push_back(p.phase);
+    EXPECT_THAT(names, ::testing::ElementsAre("router", "dispatch", "experts", "combine", "moe_collectives"));
+  }
+}
+
+TEST(MoeBlockTest, ExpertsWeightsPerRankAreTheModelsExpertsOverTheRanks) {
+  MoeShape s;  // Qwen3-235B-A22B
+  s.hidden = 4096;
+  s.experts = 128;
+  s.top_k = 8;
+  s.expert_inter = 1536;
+  const int64_t router = 2 * 4096 * 128;
+  const int64_t all_experts = int64_t{2} * 128 * 3 * 4096 * 1536;
+  for (const MoePlan p : {MoePlan{64, 1, 64, 2}, MoePlan{64, 32, 2, 2}, MoePlan{64, 64, 1, 2}}) {
+    EXPECT_EQ(MoeWeightBytesPerRank(s, p), router + all_experts / 64) << p.ep << " x " << p.moe_tp;
+  }
+  s.shared_inter = 2048;
+  EXPECT_EQ(MoeWeightBytesPerRank(s, MoePlan{8, 4, 2, 2}), router + all_experts / 8 + 2 * 3 * 4096 * 2048 / 2);
+}
+
+TEST(MoeBlockTest, BadPlansNameTheField) {
+  const MoeShape s = Qwen30b();
+  EXPECT_TRUE(MoePlanProblems(s, MoePlan{64, 32, 2, 2}, "p").empty());
+  EXPECT_THAT(MoePlanProblems(s, MoePlan{6, 6, 1, 2}, "p"),
+              ::testing::ElementsAre(HasSubstr("moe_ep: 6: must divide the experts (num_experts 128)")));
+  EXPECT_THAT(MoePlanProblems(s, MoePlan{8, 2, 2, 2}, "p"),
+              ::testing::ElementsAre(HasSubstr("moe_ep x moe_tp: 2 x 2 = 4: must equal tp (8)")));
+  EXPECT_THAT(MoePlanProblems(s, MoePlan{5, 1, 5, 2}, "p"),
+              ::testing::ElementsAre(HasSubstr("moe_tp: 5: must divide the expert's intermediate size (768)")));
+  EXPECT_THROW(ParseRouterSkew("zipf:", "--router-skew"), Error);
+  EXPECT_THROW(ParseRouterSkew("zipf:-1", "--router-skew"), Error);
+  EXPECT_THROW(ParseRouterSkew("counts:x", "--router-skew"), Error);
+  EXPECT_EQ(ParseRouterSkew("zipf:1.2", "--router-skew").zipf_s, 1.2);
+}
+
+PredictRequest Request(const std::string& model, std::vector<PredictPlan> plans) {
+  PredictRequest r;
+  r.model = LoadHfConfig(Model(model));
+  r.plans = std::move(plans);
+  r.batch = 4;
+  r.input_tokens = 128;
+  r.output_tokens = 8;
+  return r;
+}
+
+PredictPlan Plan(const std::string& text) { return ParsePlan(text); }
+
+double Phase(const std::vector<PhaseTime>& phases, const std::string& name) {
+  for (const PhaseTime& p : phases) {
+    if (p.phase == name) return p.us;
+  }
+  return -1;
+}
+
+// The attention block is the same under both plans (same tp): the plans differ by the MoE rows,
+// and the TPOT and TTFT differences are L x those rows' differences.
+TEST(MoePredictTest, EpAndTpPlansDifferByTheirMoeRows) {
+  PredictRequest r = Request("Qwen3-30B-A3B.config.json", {Plan("tp=8"), Plan("tp=8,moe_ep=8,moe_tp=1")});
+  const std::vector<PlanPrediction> p = Predict(r);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].plan.name, "tp8_ep8");
+  for (const char* row : {"qkv", "attention", "o_proj", "all_reduce"}) {
+    EXPECT_DOUBLE_EQ(Phase(p[0].decode_phases, row), Phase(p[1].decode_phases, row)) << row;
+    EXPECT_DOUBLE_EQ(Phase(p[0].prefill_phases, row), Phase(p[1].prefill_phases, row)) << row;
+  }
+  for (const char* row : {"router", "dispatch", "experts", "combine", "moe_collectives"}) {
+    EXPECT_GT(Phase(p[0].decode_phases, row), 0) << row;
+    EXPECT_GT(Phase(p[1].decode_phases, row), 0) << row;
+  }
+  const int L = r.model.layers;
+  const double moe_diff = p[0].moe_decode.total_ns() - p[1].moe_decode.total_ns();
+  EXPECT_NEAR(p[0].decode_stack_mean_ns - p[1].decode_stack_mean_ns, L * moe_diff, 1e-6 * std::abs(L * moe_diff) + 1);
+  const double moe_prefill_diff = p[0].moe_prefill.total_ns() - p[1].moe_prefill.total_ns();
+  EXPECT_NEAR(p[0].prefill_stack_ns - p[1].prefill_stack_ns, L * moe_prefill_diff,
+              1e-6 * std::abs(L * moe_prefill_diff) + 1);
+  // Both plans hold all 128 experts' weights over their 8 ranks: the same HBM per rank.
+  EXPECT_EQ(p[0].moe_bytes_per_layer, p[1].moe_bytes_per_layer);
+  EXPECT_EQ(p[0].hbm_bytes, p[1].hbm_bytes);
+  EXPECT_EQ(p[0].hbm_bytes - p[0].layers_hbm.total() - p[0].embedding_bytes, int64_t{L} * p[0].moe_bytes_per_layer);
+}
+
+TEST(MoePredictTest, ZipfSkewSlowsTheTtftByTheMoeBlocksExtraTime) {
+  PredictRequest r = Request("Qwen3-30B-A3B.config.json", {Plan("tp=8,moe_ep=8,moe_tp=1")});
+  const PlanPrediction uniform = Predict(r).front();
+  r.skew = Zipf(1.2);
+  const PlanPrediction skewed = Predict(r).front();
+  const double ttft_extra_ns = (skewed.ttft_ms - uniform.ttft_ms) * 1e6;
+  const double block_extra_ns = skewed.moe_prefill.total_ns() - uniform.moe_prefill.total_ns();
+  EXPECT_GT(skewed.ttft_ms, 1.2 * uniform.ttft_ms);
+  EXPECT_NEAR(ttft_extra_ns, r.model.layers * uniform.prefill_chunks * block_extra_ns, 1e-6 * ttft_extra_ns);
+  EXPECT_GT(skewed.moe_prefill.rank_rows[skewed.moe_prefill.busiest],
+            uniform.moe_prefill.rank_rows[uniform.moe_prefill.busiest]);
+}
+
+TEST(MoePredictTest, ConfigsThatDisagreeOrAreAbsurdAreRefusedByField) {
+  auto problems = [](const std::string& json) {
+    try {
+      ParseHfConfig(json, "c.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string base = R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+    "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "vocab_size": 32000, )";
+  EXPECT_EQ(problems(base + R"("num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2})"), "");
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 9})"),
+              HasSubstr("num_experts_per_tok: 9: must be <= the experts (8)"));
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 32, "num_local_experts": 8, "num_experts": 16,
+                                 "num_experts_per_tok": 2})"),
+              HasSubstr("num_local_experts: 8: disagrees with the other expert count given (16)"));
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 1000000000, "num_local_experts": 8, "num_experts_per_tok": 2})"),
+              HasSubstr("num_hidden_layers: 1000000000: must be <= 1024"));
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 1e9, "num_local_experts": 8, "num_experts_per_tok": 2})"),
+              HasSubstr("num_hidden_layers: 1000000000.0: must be a positive integer"));
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2,
+                                 "rope_scaling": {"rope_type": "linear", "factor": 1e9}})"),
+              HasSubstr("rope_scaling.factor: 1000000000.0: must be a number in (0, 256]"));
+  EXPECT_THAT(problems(base + R"("num_hidden_layers": 32, "num_experts_per_tok": 2})"),
+              HasSubstr("num_experts / num_local_experts: missing: required for MixtralForCausalLM"));
+}
+
+}  // namespace
+}  // namespace nkisim::launcher
