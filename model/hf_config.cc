@@ -23,15 +23,20 @@ struct Architecture {
   bool qk_norm;
   const char* router = nullptr;           // the router family; nullptr: dense
   const char* expert_inter_key = nullptr;  // the key holding one expert's I
+  bool sliding = false;                    // sliding_window may be set
+  bool bias = false;                       // attention_bias may be true
 };
 
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", false},
-    {"MistralForCausalLM", "mistral", false},
+    {"MistralForCausalLM", "mistral", false, nullptr, nullptr, true},
     {"Qwen2ForCausalLM", "qwen2", false},
     {"Qwen3ForCausalLM", "qwen3", true},
     {"Qwen3MoeForCausalLM", "qwen3_moe", true, "qwen3", "moe_intermediate_size"},
-    {"MixtralForCausalLM", "mixtral", false, "mixtral", "intermediate_size"},
+    {"MixtralForCausalLM", "mixtral", false, "mixtral", "intermediate_size", true},
+    // Alternating sliding / full attention (layer_types), attention sinks (a per-head logit in
+    // the softmax: not priced), QKV and o_proj biases (not priced), head_dim 64, H 2880.
+    {"GptOssForCausalLM", "gpt_oss", false, "gpt_oss", "intermediate_size", true, true},
 };
 
 // Bounds on sizes no real model reaches, so an absurd config is refused instead of priced.
@@ -166,14 +171,43 @@ void NoBias(const json& v, const char* key, Problems& p) {
     p.push_back(StrCat(key, ": ", Shown(v), ": must be false (the kernels add no bias)"));
   }
 }
-void AttentionBias(const json& v, HfModel&, Problems& p) { NoBias(v, "attention_bias", p); }
-void MlpBias(const json& v, HfModel&, Problems& p) { NoBias(v, "mlp_bias", p); }
-// Sliding-window attention is not modeled: the window must be off.
-void SlidingWindow(const json& v, HfModel&, Problems& p) {
-  if (!v.is_null()) {
-    p.push_back(StrCat("sliding_window: ", Shown(v), ": must be null (sliding-window attention is "
-                       "not modeled; every token attends the whole cache)"));
+void AttentionBias(const json& v, HfModel& m, Problems& p) {
+  if (v.is_boolean() && v.get<bool>()) {
+    m.attention_bias = true;  // allowed or refused by the architecture's row (CheckFamily)
+    return;
   }
+  NoBias(v, "attention_bias", p);
+}
+void MlpBias(const json& v, HfModel&, Problems& p) { NoBias(v, "mlp_bias", p); }
+// The window, for the architectures whose row allows one (CheckFamily); null: none.
+void SlidingWindow(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_null()) PositiveInt(v, "sliding_window", &m.sliding_window, p);
+}
+// gpt-oss: which layers slide ("sliding_attention") and which attend everything ("full_attention").
+void LayerTypes(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_array()) {
+    p.push_back(StrCat("layer_types: ", Shown(v), ": must be a list of \"sliding_attention\" / \"full_attention\""));
+    return;
+  }
+  m.sliding_layers = 0;
+  for (const json& t : v) {
+    if (t == "sliding_attention") {
+      ++m.sliding_layers;
+    } else if (t != "full_attention") {
+      p.push_back(StrCat("layer_types: ", Shown(t), ": must be \"sliding_attention\" or \"full_attention\""));
+      return;
+    }
+  }
+  m.sliding_layers = -1 - m.sliding_layers;  // marks "given" (CheckFamily decodes it)
+}
+void ExpertsPerToken(const json& v, HfModel& m, Problems& p) {
+  int k = 0;  // agreement with num_experts_per_tok: CheckMoe
+  PositiveInt(v, "experts_per_token", &k, p);
+  if (k > 0 && m.top_k == 0) m.top_k = k;
+}
+void Quantization(const json& v, HfModel&, Problems& p) {
+  p.push_back(StrCat("quantization_config: ", Shown(v), ": not modeled (predict prices 2-byte weights); "
+                     "drop it to price the model in bf16"));
 }
 void UseSlidingWindow(const json& v, HfModel&, Problems& p) {
   if (!v.is_boolean() || v.get<bool>()) {
@@ -203,9 +237,9 @@ constexpr Key kKeys[] = {
     {"hidden_act", Activation, "the MLP's activation (silu, gelu, relu)"},
     {"torch_dtype", TorchDtype, "bfloat16 or float16: 2-byte weights and KV cache"},
     {"max_position_embeddings", MaxPositions, "input + output tokens must not exceed it"},
-    {"attention_bias", AttentionBias, "must be false"},
+    {"attention_bias", AttentionBias, "must be false (true for gpt-oss: biases not priced)"},
     {"mlp_bias", MlpBias, "must be false"},
-    {"sliding_window", SlidingWindow, "must be null"},
+    {"sliding_window", SlidingWindow, "the window (architectures with sliding windows) or null"},
     {"use_sliding_window", UseSlidingWindow, "must be false"},
     {"attention_dropout", Metadata, "training only: ignored"},
     {"initializer_range", Metadata, "training only: ignored"},
@@ -215,6 +249,11 @@ constexpr Key kKeys[] = {
     {"eos_token_id", Metadata, "tokenizer: ignored"},
     {"pad_token_id", Metadata, "tokenizer: ignored"},
     {"rope_theta", Metadata, "RoPE's base: changes values, not cost: ignored"},
+    {"layer_types", LayerTypes, "gpt-oss: which layers use the sliding window (the others attend all)"},
+    {"experts_per_token", ExpertsPerToken, "gpt-oss: equal to num_experts_per_tok"},
+    {"swiglu_limit", Metadata, "gpt-oss: clamps the experts' activations: values, not cost: ignored"},
+    {"initial_context_length", Metadata, "gpt-oss: RoPE (YaRN) pre-training length: ignored"},
+    {"quantization_config", Quantization, "refused: predict prices 2-byte weights"},
     {"rope_scaling", RopeScaling, "RoPE's scaling: changes values, not cost (factor <= 256)"},
     {"num_experts", NumExperts, "MoE: the experts E (moe_ep divides it)"},
     {"num_local_experts", NumLocalExperts, "MoE: the experts E (Mixtral's name; equal to num_experts if both)"},
@@ -267,9 +306,6 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
   }
   if (m.n_kv_heads == 0 && !config.contains("num_key_value_heads")) m.n_kv_heads = m.n_q_heads;
   if (m.head_dim == 0 && m.n_q_heads > 0 && m.hidden % m.n_q_heads == 0) m.head_dim = m.hidden / m.n_q_heads;
-  if (m.hidden > 0 && m.hidden % 128 != 0) {
-    p.push_back(StrCat("hidden_size: ", m.hidden, ": must be a multiple of 128 (the partitions)"));
-  }
   if (m.n_q_heads > 0 && m.n_kv_heads > 0 && m.n_q_heads % m.n_kv_heads != 0) {
     p.push_back(StrCat("num_key_value_heads: ", m.n_kv_heads, ": must divide num_attention_heads (",
                        m.n_q_heads, ")"));
@@ -277,6 +313,27 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
   if (m.head_dim > 128) {
     p.push_back(StrCat("head_dim: ", m.head_dim, ": must be <= 128 (one head on the partitions)"));
   }
+}
+
+// What the architecture's row allows: a sliding window (on every layer, or on those layer_types
+// names), biases.
+void CheckFamily(const Architecture& arch, HfModel& m, Problems& p) {
+  const bool types_given = m.sliding_layers < 0;
+  const int sliding_named = types_given ? -1 - m.sliding_layers : 0;
+  m.sliding_layers = 0;
+  if (m.attention_bias && !arch.bias) {
+    p.push_back(StrCat("attention_bias: true: must be false for ", arch.name, " (the kernels add no bias)"));
+  }
+  if (m.sliding_window > 0 && !arch.sliding) {
+    p.push_back(StrCat("sliding_window: ", m.sliding_window, ": must be null for ", arch.name,
+                       " (sliding-window attention is modeled for Mistral, Mixtral and gpt-oss only)"));
+    return;
+  }
+  if (m.sliding_window == 0) {
+    if (sliding_named > 0) p.push_back("layer_types: names sliding_attention layers but sliding_window is null");
+    return;
+  }
+  m.sliding_layers = types_given ? sliding_named : m.layers;
 }
 
 // An MoE row: the expert count, top-k and the expert's I are required; top-k <= E.
@@ -297,6 +354,12 @@ void CheckMoe(const json& config, const Architecture& arch, HfModel& m, Problems
   }
   if (!config.contains(arch.expert_inter_key)) {
     p.push_back(StrCat(arch.expert_inter_key, ": missing: required for ", arch.name, " (one expert's I)"));
+  }
+  if (config.contains("experts_per_token") && config.contains("num_experts_per_tok") &&
+      config.at("experts_per_token") != config.at("num_experts_per_tok")) {
+    p.push_back(StrCat("experts_per_token: ", Shown(config.at("experts_per_token")),
+                       ": disagrees with num_experts_per_tok (", Shown(config.at("num_experts_per_tok")),
+                       "); both name the experts a token takes"));
   }
   if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts) {
     p.push_back(StrCat("num_experts_per_tok: ", m.top_k, ": must be <= the experts (", m.experts, ")"));
@@ -365,6 +428,14 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
     }
   }
   CheckShapes(config, m, p);
+  if (config.contains("layer_types") && config.at("layer_types").is_array() && m.layers > 0 &&
+      config.at("layer_types").size() != static_cast<size_t>(m.layers)) {
+    p.push_back(StrCat("layer_types: ", config.at("layer_types").size(), " entries: must be one per layer (",
+                       m.layers, ")"));
+  }
+  // Qwen2 / Qwen3 carry a window that use_sliding_window: false switches off.
+  if (config.contains("use_sliding_window") && config.at("use_sliding_window") == false) m.sliding_window = 0;
+  if (arch != nullptr) CheckFamily(*arch, m, p);
   if (arch != nullptr && arch->router != nullptr) {
     CheckMoe(config, *arch, m, p);
   } else {

@@ -6,6 +6,7 @@
 // is reported at once, each naming the field, the value and the rule (Error(kBadConfig), exit 14).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -35,6 +36,18 @@ struct HfModel {
   int top_k = 0;             // num_experts_per_tok
   int expert_inter = 0;      // moe_intermediate_size (Qwen3-MoE) or intermediate_size (Mixtral)
   int shared_inter = 0;      // a shared expert's I; 0: none
+  // Sliding-window attention (architectures whose row allows it): `sliding_layers` of the layers
+  // attend only the last `sliding_window` tokens (all of them unless layer_types says which).
+  int sliding_window = 0;    // 0: none
+  int sliding_layers = 0;
+  bool attention_bias = false;  // QKV / o_proj biases (rows that allow them; not priced)
+  // H as the attention kernels take it at LNC `lnc`: hidden rounded up to whole 128-partition
+  // tiles, as many as the LNC's cores split evenly (gpt-oss: 2880 -> 2944 at LNC 1, 3072 at
+  // LNC 2); the MoE kernels take H as it is.
+  int padded_hidden(int lnc) const {
+    const int tile = 128 * std::max(1, lnc);
+    return (hidden + tile - 1) / tile * tile;
+  }
 };
 
 // Throws Error(kBadConfig) listing every problem ("<source>: 2 problems:\n  hidden_size: -1:

@@ -160,7 +160,13 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   // The first sampled length with two layers (first and steady layer), the others with one: the
   // steady layer's saving is the QKV's overlap with the residual before it, neither of which
   // reads the cache, so it is the same at every KV length.
-  for (int kv : DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples)) {
+  std::vector<int> lengths = DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples);
+  const int w = r.model.sliding_window;
+  if (r.model.sliding_layers > 0 && w < lengths.back() && std::find(lengths.begin(), lengths.end(), w) == lengths.end()) {
+    lengths.push_back(w);  // the sliding layers' KV length once the cache passes the window
+  }
+  std::sort(lengths.begin() + 1, lengths.end());  // the first (S, two layers) stays first
+  for (int kv : lengths) {
     const int n = s.decode.empty() ? 2 : 1;
     s.decode.push_back(Resolve(LayerScenario(r, plan, false, kv, n), r.model.source + " (decode)"));
   }
@@ -245,7 +251,15 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
   for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
   out.prefill_chunks = k;
   out.prefill_chunk_tokens = s.chunks.tokens;
-  out.prefill_stack_ns = k * prefill.Stack(L) + double(k) * (k - 1) * attention_us * 1000.0 * L;
+  // Sliding layers attend at most W keys back: within a chunk of C > W tokens their causal
+  // triangle keeps the band of width W (area fraction 2 W / C - (W / C)^2, an estimate of the
+  // attention's share, not simulated), and earlier chunks add nothing when W <= C.
+  const int slide = r.model.sliding_layers, full = L - slide;
+  const double c = s.chunks.tokens, w = r.model.sliding_window;
+  const double band = slide > 0 && w < c ? 2 * w / c - (w / c) * (w / c) : 1.0;
+  const double earlier = slide > 0 && w <= c ? full : L;
+  out.prefill_stack_ns = k * prefill.Stack(L) - double(k) * slide * (1 - band) * attention_us * 1000.0 +
+                         double(k) * (k - 1) * attention_us * 1000.0 * earlier;
   out.prefill_phases = prefill.phases;
   if (r.model.moe) {  // every layer's MoE block over the chunk's B x C tokens, k chunks
     out.moe_prefill = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), int64_t{r.batch} * s.chunks.tokens,
@@ -260,6 +274,7 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
 // mean step is L x the mean steady layer over KV S .. S+N-1 plus the first layer's extra / N.
 void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
   double saving_ns = 0;  // first - steady layer, from the two-layer sample
+  std::vector<std::pair<int, double>> steady;  // (KV length, one steady layer), every simulated length
   for (size_t i = 0; i < s.decode.size(); ++i) {
     const std::string trace = i == 0 && !r.trace_path.empty() ? TracePaths(r.trace_path, out.plan).first : "";
     const LayerTimes d = Layers(RunTimingJob(s.decode[i], trace).scenarios(0));
@@ -269,7 +284,15 @@ void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPredicti
       out.decode_phases = d.phases;
       out.decode_phases_kv = kv;
     }
-    out.samples.emplace_back(kv, r.model.layers * (d.first_ns - saving_ns));
+    steady.emplace_back(kv, d.first_ns - saving_ns);  // every sample run's first layer, made steady
+  }
+  // The full layers at each sampled KV length; sliding layers at min(KV, W) (the window's length
+  // is simulated too when it falls below S + N - 1: ResolvePlan).
+  const int slide = r.model.sliding_layers, full = r.model.layers - slide;
+  for (const auto& [kv, ns] : steady) {
+    if (kv < r.input_tokens) continue;  // the window's own sample
+    const double windowed = slide > 0 ? InterpolatedAt(steady, std::min(kv, r.model.sliding_window)) : 0.0;
+    out.samples.emplace_back(kv, full * ns + slide * windowed);
   }
   if (r.model.moe) {  // every layer's MoE block over the step's B tokens (the same at every KV length)
     out.moe_decode = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), r.batch, r.skew, s.decode.front().profile);
@@ -394,10 +417,14 @@ proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, 
                               int tokens, int layers, int steps) {
   proto::Scenario s;
   proto::ModelShape& m = *s.mutable_model();
-  m.set_hidden(static_cast<uint32_t>(r.model.hidden));
+  // The attention kernels take H in whole 128-partition tiles split over the LNC's cores: H 2880
+  // runs as 3072 at LNC 2 (zero rows; priced, an upper bound).
+  m.set_hidden(static_cast<uint32_t>(r.model.padded_hidden(plan.lnc)));
   m.set_n_q_heads(static_cast<uint32_t>(r.model.n_q_heads));
   m.set_n_kv_heads(static_cast<uint32_t>(r.model.n_kv_heads));
-  m.set_d_head(static_cast<uint32_t>(r.model.head_dim));
+  // The prefill's QKV CTE writes heads of d = 128 only: a smaller d is priced as 128 there (an upper
+  // bound: the QKV columns and the attention's PV are doubled at d 64); the decode runs its own d.
+  m.set_d_head(static_cast<uint32_t>(prefill ? std::max(128, r.model.head_dim) : r.model.head_dim));
   m.set_rms_eps(r.model.rms_eps);
   if (r.model.moe) {
     // The MoE block is priced apart (model/moe_block.h): the layer simulated is the attention block.
@@ -441,6 +468,18 @@ std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int sa
     if (out.empty() || kv != out.back()) out.push_back(kv);
   }
   return out;
+}
+
+double InterpolatedAt(const std::vector<std::pair<int, double>>& samples, int kv) {
+  std::vector<std::pair<int, double>> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.size() == 1 || kv <= sorted.front().first) return sorted.front().second;
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const auto& [k0, t0] = sorted[i - 1];
+    const auto& [k1, t1] = sorted[i];
+    if (kv <= k1) return t0 + (t1 - t0) * (kv - k0) / static_cast<double>(k1 - k0);
+  }
+  return sorted.back().second;
 }
 
 double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,

@@ -124,6 +124,8 @@ proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, 
 // The sampled KV lengths: `samples` (at most N, at least 2 unless N = 1) evenly spread over
 // [S, S + N - 1], both ends included, ascending.
 std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int samples);
+// The piecewise-linear interpolation of `samples` (any order) at `kv`, flat beyond the ends.
+double InterpolatedAt(const std::vector<std::pair<int, double>>& samples, int kv);
 // The mean over KV lengths S .. S+N-1 of the piecewise-linear interpolation of `samples`.
 double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,
                         int output_tokens);
