@@ -251,15 +251,17 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
   for (const PhaseTime& p : prefill.phases) attention_us += p.phase == "attention" ? p.us : 0;
   out.prefill_chunks = k;
   out.prefill_chunk_tokens = s.chunks.tokens;
-  // Sliding layers attend at most W keys back: within a chunk of C > W tokens their causal
-  // triangle keeps the band of width W (area fraction 2 W / C - (W / C)^2, an estimate of the
-  // attention's share, not simulated), and earlier chunks add nothing when W <= C.
+  // Sliding layers attend at most W keys back (estimates, not simulated): within a chunk of
+  // C > W tokens their causal triangle keeps the band of width W (area fraction 2 W / C - (W / C)^2)
+  // and the earlier chunks add nothing; with W >= C, chunk j attends min(j C, W) earlier keys,
+  // 2 min(j, W / C) times one chunk's triangle (the full layers' 2 j, summed: k (k - 1)).
   const int slide = r.model.sliding_layers, full = L - slide;
   const double c = s.chunks.tokens, w = r.model.sliding_window;
   const double band = slide > 0 && w < c ? 2 * w / c - (w / c) * (w / c) : 1.0;
-  const double earlier = slide > 0 && w <= c ? full : L;
+  double slide_earlier = 0;
+  for (int j = 1; slide > 0 && w >= c && j < k; ++j) slide_earlier += 2 * std::min<double>(j, w / c);
   out.prefill_stack_ns = k * prefill.Stack(L) - double(k) * slide * (1 - band) * attention_us * 1000.0 +
-                         double(k) * (k - 1) * attention_us * 1000.0 * earlier;
+                         (double(k) * (k - 1) * full + slide_earlier * slide) * attention_us * 1000.0;
   out.prefill_phases = prefill.phases;
   if (r.model.moe) {  // every layer's MoE block over the chunk's B x C tokens, k chunks
     out.moe_prefill = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), int64_t{r.batch} * s.chunks.tokens,
