@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,8 @@ struct Architecture {
   const char* expert_inter_key = nullptr;  // the key holding one expert's I
   bool sliding = false;                    // sliding_window may be set
   bool bias = false;                       // attention_bias may be true
+  const char* shared_inter_key = nullptr;  // the key holding the shared expert's I; nullptr: none
+  const char* text_config = nullptr;       // the text model's keys are in this object (multimodal)
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -37,6 +40,11 @@ constexpr Architecture kArchitectures[] = {
     // Alternating sliding / full attention (layer_types), attention sinks (a per-head logit in
     // the softmax: not priced), QKV and o_proj biases (not priced), head_dim 64, H 2880.
     {"GptOssForCausalLM", "gpt_oss", false, "gpt_oss", "intermediate_size", true, true},
+    // The text model of Llama 4 (text_config): sigmoid top-1 routing plus a shared expert of the
+    // experts' I, every layer an MoE block (interleave_moe_layer_step 1: Scout), chunked attention
+    // on the RoPE layers (no_rope_layers 1) priced as a window of attention_chunk_size.
+    {"Llama4ForConditionalGeneration", "llama4", true, "llama4", "intermediate_size", true, false,
+     "intermediate_size", "text_config"},
 };
 
 // Bounds on sizes no real model reaches, so an absurd config is refused instead of priced.
@@ -205,6 +213,36 @@ void ExpertsPerToken(const json& v, HfModel& m, Problems& p) {
   PositiveInt(v, "experts_per_token", &k, p);
   if (k > 0 && m.top_k == 0) m.top_k = k;
 }
+// Llama 4: which layers use RoPE (1: chunked attention) and which are NoPE (0: global attention).
+void NoRopeLayers(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_array()) {
+    p.push_back(StrCat("no_rope_layers: ", Shown(v), ": must be a list of 0 / 1, one per layer"));
+    return;
+  }
+  int chunked = 0;
+  for (const json& t : v) {
+    if (!t.is_number_integer() || (t.get<int64_t>() != 0 && t.get<int64_t>() != 1)) {
+      p.push_back(StrCat("no_rope_layers: ", Shown(t), ": must be 0 or 1"));
+      return;
+    }
+    chunked += static_cast<int>(t.get<int64_t>());
+  }
+  m.sliding_layers = -1 - chunked;  // "given", as layer_types
+}
+void ChunkSize(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "attention_chunk_size", &m.sliding_window, p); }
+void InterleaveStep(const json& v, HfModel&, Problems& p) {
+  if (!v.is_number_integer() || v.get<int64_t>() != 1) {
+    p.push_back(StrCat("interleave_moe_layer_step: ", Shown(v), ": must be 1 (every layer an MoE block, as "
+                       "Llama 4 Scout; interleaved dense / MoE layers, as Maverick's 2, are not modeled yet)"));
+  }
+}
+void QkNorm(const json& v, HfModel& m, Problems& p) {
+  if (!v.is_boolean()) {
+    p.push_back(StrCat("use_qk_norm: ", Shown(v), ": must be true or false"));
+    return;
+  }
+  m.qk_norm = v.get<bool>();
+}
 void Quantization(const json& v, HfModel&, Problems& p) {
   p.push_back(StrCat("quantization_config: ", Shown(v), ": not modeled (predict prices 2-byte weights); "
                      "drop it to price the model in bf16"));
@@ -254,6 +292,17 @@ constexpr Key kKeys[] = {
     {"swiglu_limit", Metadata, "gpt-oss: clamps the experts' activations: values, not cost: ignored"},
     {"initial_context_length", Metadata, "gpt-oss: RoPE (YaRN) pre-training length: ignored"},
     {"quantization_config", Quantization, "refused: predict prices 2-byte weights"},
+    {"no_rope_layers", NoRopeLayers, "Llama 4: 1 = a RoPE layer with chunked attention, 0 = global attention"},
+    {"attention_chunk_size", ChunkSize, "Llama 4: the chunk of the RoPE layers' attention (priced as a window)"},
+    {"interleave_moe_layer_step", InterleaveStep, "Llama 4: must be 1 (Scout: every layer MoE)"},
+    {"intermediate_size_mlp", Metadata, "Llama 4: the dense layers' I: no dense layer at interleave step 1"},
+    {"moe_layers", Metadata, "Llama 4: the MoE layers' indices (all at interleave step 1)"},
+    {"use_qk_norm", QkNorm, "Llama 4: per-head norm of q and k (no cost modeled)"},
+    {"attn_temperature_tuning", Metadata, "Llama 4: attention scaling values: ignored"},
+    {"floor_scale", Metadata, "Llama 4: attention scaling values: ignored"},
+    {"attn_scale", Metadata, "Llama 4: attention scaling values: ignored"},
+    {"router_jitter_noise", Metadata, "training only: ignored"},
+    {"for_llm_compressor", Metadata, "ignored"},
     {"rope_scaling", RopeScaling, "RoPE's scaling: changes values, not cost (factor <= 256)"},
     {"num_experts", NumExperts, "MoE: the experts E (moe_ep divides it)"},
     {"num_local_experts", NumLocalExperts, "MoE: the experts E (Mixtral's name; equal to num_experts if both)"},
@@ -346,6 +395,10 @@ void CheckMoe(const json& config, const Architecture& arch, HfModel& m, Problems
       m.expert_inter = static_cast<int>(v.get<int64_t>());
     }
   }
+  if (arch.shared_inter_key != nullptr && config.contains(arch.shared_inter_key) &&
+      config.at(arch.shared_inter_key).is_number_integer()) {
+    m.shared_inter = static_cast<int>(std::clamp<int64_t>(config.at(arch.shared_inter_key).get<int64_t>(), 0, 1 << 30));
+  }
   if (!config.contains("num_experts") && !config.contains("num_local_experts")) {
     p.push_back(StrCat("num_experts / num_local_experts: missing: required for ", arch.name));
   }
@@ -406,17 +459,39 @@ json ParseStrict(const std::string& text, const std::string& source) {
 }
 
 HfModel ParseHfConfig(const std::string& text, const std::string& source) {
-  const json config = ParseStrict(text, source);
-  if (!config.is_object()) {
-    Raise(ErrorCode::kBadConfig, StrCat(source, ": a config.json is a JSON object, not ", Shown(config)));
+  const json outer = ParseStrict(text, source);
+  if (!outer.is_object()) {
+    Raise(ErrorCode::kBadConfig, StrCat(source, ": a config.json is a JSON object, not ", Shown(outer)));
   }
   HfModel m;
   m.source = source;
   Problems p;
-  const Architecture* arch = CheckArchitecture(config, p);
+  const Architecture* arch = CheckArchitecture(outer, p);
   if (arch != nullptr) {
     m.architecture = arch->name;
     m.qk_norm = arch->qk_norm;
+  }
+  // A multimodal row: the text model's keys are in its text_config; the outer object's others
+  // are the wrapper's (the vision encoder is not modeled: predict prices the text model).
+  json config = outer;
+  if (arch != nullptr && arch->text_config != nullptr) {
+    if (!outer.contains(arch->text_config) || !outer.at(arch->text_config).is_object()) {
+      p.push_back(StrCat(arch->text_config, ": missing: required for ", arch->name, " (the text model)"));
+    } else {
+      config = outer.at(arch->text_config);
+      for (const auto& [key, value] : outer.items()) {
+        static const std::set<std::string> kWrapper = {
+            "architectures", "model_type", "text_config", "vision_config", "boi_token_index", "eoi_token_index",
+            "image_token_index", "tie_word_embeddings", "torch_dtype", "transformers_version"};
+        if (kWrapper.count(key) == 0) {
+          p.push_back(StrCat(key, ": ", Shown(value), ": unknown key beside ", arch->text_config,
+                             " (the wrapper holds architectures, model_type, text_config, vision_config, the "
+                             "image token indices, tie_word_embeddings, torch_dtype, transformers_version)"));
+        } else if (key == "tie_word_embeddings" || key == "torch_dtype") {
+          FindKey(key)->read(value, m, p);
+        }
+      }
+    }
   }
   for (const auto& [key, value] : config.items()) {
     if (key == "architectures" || key == "model_type") continue;

@@ -54,7 +54,9 @@ collectives::GroupPlacement Placement(const MoeStep& st, bool ep_group, int inde
   const int per_chip = std::max<int>(1, static_cast<int>(st.hw.physical_cores_per_chip()) / st.p.lnc);
   for (int r = 0; r < st.p.tp; ++r) t.chip_of_rank.push_back(r / per_chip);
   collectives::Group g;
-  if (ep_group) {
+  if (index < 0) {  // the whole TP group
+    for (int r = 0; r < st.p.tp; ++r) g.push_back(r);
+  } else if (ep_group) {
     for (int j = 0; j < st.p.ep; ++j) g.push_back(index + j * st.p.moe_tp);
   } else {
     for (int j = 0; j < st.p.moe_tp; ++j) g.push_back(index * st.p.moe_tp + j);
@@ -144,9 +146,11 @@ double ExpertsNs(MoeStep& st) {
   return slowest;
 }
 
+// The shared expert is split over the whole TP group (I_shared / tp a rank) on the T tokens every
+// rank holds after the attention block; its partial sums join the MoE's reduction.
 double SharedExpertNs(MoeStep& st) {
-  const int64_t rows = st.core_rows(st.max_share());
-  return rows == 0 ? 0 : ExpertNs(st, rows, st.s.shared_inter / st.p.moe_tp);
+  const int64_t rows = st.core_rows(st.tokens);
+  return rows == 0 ? 0 : ExpertNs(st, rows, st.s.shared_inter / st.p.tp);
 }
 
 double CombineNs(MoeStep& st) {
@@ -174,12 +178,20 @@ double MoeCollectivesNs(MoeStep& st) {
                                       "auto", collectives::Launch::kInGraph)
               .cost.total_ns;
   }
+  // With EP the shared expert's [T, H] partials need their own all-reduce over the TP group (at
+  // moe_ep 1 they ride in the moe_tp one, which is the TP group).
+  if (st.s.shared_inter > 0 && st.p.ep > 1 && st.p.tp > 1) {
+    ns += collectives::PlanCollective(collectives::CollectiveOp::kAllReduce, Placement(st, false, -1),
+                                      double(st.tokens) * st.s.hidden * kBytes, st.hw, "auto",
+                                      collectives::Launch::kInGraph)
+              .cost.total_ns;
+  }
   return ns;
 }
 
 bool Always(const MoeStep&) { return true; }
 bool HasShared(const MoeStep& st) { return st.s.shared_inter > 0; }
-bool Distributed(const MoeStep& st) { return st.p.ep > 1 || st.p.moe_tp > 1; }
+bool Distributed(const MoeStep& st) { return st.p.tp > 1; }
 
 struct MoePhaseRow {
   const char* name;
@@ -231,9 +243,9 @@ std::vector<std::string> MoePlanProblems(const MoeShape& s, const MoePlan& p, co
     out.push_back(StrCat(where, "moe_tp: ", p.moe_tp, ": must divide the expert's intermediate size (",
                          s.expert_inter, ")"));
   }
-  if (s.shared_inter > 0 && s.shared_inter % p.moe_tp != 0) {
-    out.push_back(StrCat(where, "moe_tp: ", p.moe_tp, ": must divide the shared expert's intermediate size (",
-                         s.shared_inter, ")"));
+  if (s.shared_inter > 0 && s.shared_inter % p.tp != 0) {
+    out.push_back(StrCat(where, "tp: ", p.tp, ": must divide the shared expert's intermediate size (",
+                         s.shared_inter, "): the shared expert is split over the TP group"));
   }
   return out;
 }
@@ -273,7 +285,7 @@ int64_t MoeWeightBytesPerRank(const MoeShape& s, const MoePlan& p) {
   const int64_t h = s.hidden;
   const int64_t experts = int64_t{s.experts} / std::max(1, p.ep);
   const int64_t inter = int64_t{s.expert_inter} / std::max(1, p.moe_tp);
-  const int64_t shared = int64_t{s.shared_inter} / std::max(1, p.moe_tp);
+  const int64_t shared = int64_t{s.shared_inter} / std::max(1, p.tp);
   return kBytes * (h * s.experts + experts * 3 * h * inter + 3 * h * shared);
 }
 

@@ -9,12 +9,14 @@
 //                   then all_to_all_v over the EP group (rows of H) when ep > 1
 //   experts         on the busiest EP rank: each local expert's MLP over the rows it received
 //                   (ExpertMlpKernel at I / moe_tp); the slowest rank sets the step
-//   shared_expert   (a shared expert) the same MLP over the rank's share at I_shared / moe_tp
+//   shared_expert   (a shared expert) the same MLP over all T tokens at I_shared / tp (split over
+//                   the whole TP group, as the attention is)
 //   combine         all_to_all_v back (ep > 1), then the weighted sum in token order
 //                   (CombineKernel)
-//   moe_collectives the all-reduce of the partial outputs over the moe_tp ranks (moe_tp > 1) and
-//                   the all-gather of the shares over the EP group (ep > 1), so every rank holds
-//                   the T tokens for the next layer's attention
+//   moe_collectives the all-reduce of the partial outputs over the moe_tp ranks (moe_tp > 1), the
+//                   all-gather of the shares over the EP group (ep > 1), so every rank holds the T
+//                   tokens for the next layer's attention, and with ep > 1 the shared expert's
+//                   all-reduce over the TP group
 // The kernels run timing-only on one NeuronCore each; at LNC 2 a rank's two physical cores split
 // its local experts (expert e on core e % 2) and its token rows. The routing is drawn by the
 // skew (kernels::moe::SkewedRouting: uniform, Zipf, or counts), so a skewed router's extra rows
@@ -47,8 +49,8 @@ struct MoePlan {
 };
 
 // Every rule the plan breaks ("plan 'x': moe_ep: 3: must divide num_experts (128)", ...), none
-// when it fits: ep x moe_tp = tp, ep divides the experts, moe_tp divides the expert's I (and the
-// shared expert's), ep <= the experts.
+// when it fits: ep x moe_tp = tp, ep divides the experts, moe_tp divides the expert's I, tp the
+// shared expert's.
 std::vector<std::string> MoePlanProblems(const MoeShape& shape, const MoePlan& plan,
                                          const std::string& plan_name);
 
@@ -73,7 +75,7 @@ MoeBlockCost PriceMoeBlock(const MoeShape& shape, const MoePlan& plan, int64_t t
                            uint32_t seed = 1);
 
 // HBM one rank holds for one MoE block: the router, its E / ep experts at I / moe_tp and the
-// shared expert at I_shared / moe_tp, 2-byte weights.
+// shared expert at I_shared / tp, 2-byte weights.
 int64_t MoeWeightBytesPerRank(const MoeShape& shape, const MoePlan& plan);
 
 // "uniform" or "zipf:S" (S in [0, 16]); throws Error(kBadConfig) naming `what`, the value and

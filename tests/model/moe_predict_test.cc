@@ -136,7 +136,7 @@ TEST(MoeBlockTest, ExpertsWeightsPerRankAreTheModelsExpertsOverTheRanks) {
     EXPECT_EQ(MoeWeightBytesPerRank(s, p), router + all_experts / 64) << p.ep << " x " << p.moe_tp;
   }
   s.shared_inter = 2048;
-  EXPECT_EQ(MoeWeightBytesPerRank(s, MoePlan{8, 4, 2, 2}), router + all_experts / 8 + 2 * 3 * 4096 * 2048 / 2);
+  EXPECT_EQ(MoeWeightBytesPerRank(s, MoePlan{8, 4, 2, 2}), router + all_experts / 8 + 2 * 3 * 4096 * 2048 / 8);
 }
 
 TEST(MoeBlockTest, BadPlansNameTheField) {
@@ -339,6 +339,48 @@ TEST(GptOssPredictTest, UnalignedHiddenIsPricedAsThePaddedHidden) {
   }
   // The MoE block runs at H 2880 itself: cheaper than at 3072.
   EXPECT_LT(a.moe_decode.phase_ns("experts"), b.moe_decode.phase_ns("experts"));
+}
+
+}  // namespace
+}  // namespace nkisim::launcher
+
+namespace nkisim::launcher {
+namespace {
+
+// Llama 4 Scout's text model read from its multimodal config: an MoE block a layer with a shared
+// expert, sigmoid top-1, chunked attention on the 36 RoPE layers; Maverick's interleaving refused.
+TEST(Llama4PredictTest, ScoutReadsItsTextConfig) {
+  std::ifstream in(Model("Llama-4-Scout-17B-16E.config.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const HfModel m = ParseHfConfig(text, "scout");
+  EXPECT_EQ(m.architecture, "Llama4ForConditionalGeneration");
+  EXPECT_EQ(m.hidden, 5120);
+  EXPECT_EQ(m.layers, 48);
+  EXPECT_EQ(m.router, "llama4");
+  EXPECT_EQ(m.experts, 16);
+  EXPECT_EQ(m.top_k, 1);
+  EXPECT_EQ(m.expert_inter, 8192);
+  EXPECT_EQ(m.shared_inter, 8192);
+  EXPECT_EQ(m.sliding_window, 8192);
+  EXPECT_EQ(m.sliding_layers, 36);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_EQ(m.vocab, 202048);
+  std::string maverick = text;
+  maverick.replace(maverick.find("\"interleave_moe_layer_step\": 1"), 30, "\"interleave_moe_layer_step\": 2");
+  try {
+    ParseHfConfig(maverick, "maverick");
+    ADD_FAILURE() << "interleave step 2 accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("interleave_moe_layer_step: 2: must be 1"));
+  }
+  std::string wrapped = text;
+  wrapped.insert(1, "\"hidden_size\": 5120, ");
+  EXPECT_THROW(ParseHfConfig(wrapped, "wrapped"), Error);  // a text key outside text_config
+  // The shared expert is a row of the MoE block, and its weights are in HBM.
+  const MoeBlockCost c = PriceMoeBlock(MoeShapeOf(m), MoePlan{8, 8, 1, 2}, 8, moe::RouterSkew{}, Trn2Profile());
+  EXPECT_GT(c.phase_ns("shared_expert"), 0);
+  EXPECT_EQ(MoeWeightBytesPerRank(MoeShapeOf(m), MoePlan{8, 8, 1, 2}),
+            2 * (int64_t{5120} * 16 + 2 * 3 * int64_t{5120} * 8192 + 3 * int64_t{5120} * 8192 / 8));
 }
 
 }  // namespace
