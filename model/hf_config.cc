@@ -355,6 +355,10 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
   }
   if (m.n_kv_heads == 0 && !config.contains("num_key_value_heads")) m.n_kv_heads = m.n_q_heads;
   if (m.head_dim == 0 && m.n_q_heads > 0 && m.hidden % m.n_q_heads == 0) m.head_dim = m.hidden / m.n_q_heads;
+  if (m.hidden > 131072) {
+    p.push_back(StrCat("hidden_size: ", m.hidden, ": must be <= 131072 (no model is wider)"));
+    m.hidden = 0;
+  }
   if (m.n_q_heads > 0 && m.n_kv_heads > 0 && m.n_q_heads % m.n_kv_heads != 0) {
     p.push_back(StrCat("num_key_value_heads: ", m.n_kv_heads, ": must divide num_attention_heads (",
                        m.n_q_heads, ")"));
