@@ -385,3 +385,35 @@ TEST(Llama4PredictTest, ScoutReadsItsTextConfig) {
 
 }  // namespace
 }  // namespace nkisim::launcher
+
+namespace nkisim::launcher {
+namespace {
+
+HfModel Dense(int head_dim, int hidden) {
+  return ParseHfConfig(StrCat(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": )", hidden,
+                              R"(, "intermediate_size": 8192, "num_hidden_layers": 4, "num_attention_heads": 32,
+                              "num_key_value_heads": 8, "head_dim": )", head_dim,
+                              R"(, "vocab_size": 32000, "hidden_act": "silu", "torch_dtype": "bfloat16"})"),
+                       "dense");
+}
+
+// head_dim 64 / 80 / 96 run prefill and decode: the decode at d itself, the prefill at d 128 (its
+// QKV CTE's heads), so its rows equal the d-128 model's.
+TEST(DenseZooPredictTest, SmallHeadDimsDecodeAtDAndPrefillAsD128) {
+  for (const int d : {64, 80, 96}) {
+    const PlanPrediction small = PredictOne(Dense(d, 32 * d), 4, 256, 4);
+    const PlanPrediction wide = PredictOne(Dense(128, 32 * d), 4, 256, 4);
+    ASSERT_TRUE(small.simulated) << d;
+    for (const char* row : {"qkv", "attention", "o_proj", "mlp"}) {
+      EXPECT_DOUBLE_EQ(Phase(small.prefill_phases, row), Phase(wide.prefill_phases, row)) << d << " " << row;
+    }
+    // The decode runs d itself: its attention is not the d-128 model's (at these shapes d 64 is
+    // even slower: 64-element rows cost the DMAs more per byte).
+    EXPECT_GT(Phase(small.decode_phases, "attention"), 0) << d;
+    EXPECT_NE(Phase(small.decode_phases, "attention"), Phase(wide.decode_phases, "attention")) << d;
+    EXPECT_LT(small.hbm_bytes, wide.hbm_bytes) << d;  // smaller QKV, o_proj and KV cache
+  }
+}
+
+}  // namespace
+}  // namespace nkisim::launcher
