@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "launcher/predict/timing_job.h"
+#include "model/timing_job.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {
@@ -162,7 +162,7 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
     const PredictRequest r = PrefillRequest(base, s);
     const proto::Scenario spec = prefill_spec(r);
     const HardwareProfile hw = Resolve(spec, base.model.source).profile;
-    const double stack_ns = PrefillStackNs(jobs.Times(spec), PrefillChunks(r).count, L);
+    const double stack_ns = PrefillStackNs(jobs.Times(spec), PrefillChunks(r), r.model);
     t.prefill_ms.push_back((stack_ns + LmHeadNs(r, r.plans.front(), hw, r.batch)) / 1e6);
     t.host_ms_per_step = hw.host_ms_per_step();
   }

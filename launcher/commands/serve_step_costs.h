@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 #include "serving/step_costs.h"
 
 namespace nkisim::launcher {

@@ -1,7 +1,7 @@
-// The MoE job's router check (launcher/scenarios/moe_layer.h): a kernel choice that differs from
+// The MoE job's router check (model/moe_layer.h): a kernel choice that differs from
 // the fp64 rule's only at a near tie is accepted and the layer golden follows it, weighted by the
 // family's rule; any other difference is a failure; the same set in another order is no change.
-#include "launcher/scenarios/moe_layer.h"
+#include "model/moe_layer.h"
 
 #include <gtest/gtest.h>
 

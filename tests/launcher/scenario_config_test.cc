@@ -1,7 +1,7 @@
 // Scenario files: every control-plane, tolerance, model, workload and plan field is checked before
 // any rank starts, each problem named with its field, value and rule (Error(kBadConfig), exit 14);
 // good plans resolve to the groups and the rank -> heads maps the plan describes.
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
