@@ -49,7 +49,41 @@ double Percentile(std::vector<double> v, double pct) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+double Percentile(const std::map<double, int64_t>& counts, double pct) {
+  int64_t n = 0;
+  for (const auto& [v, c] : counts) n += c;
+  if (n == 0) return 0;
+  const double pos = pct / 100.0 * static_cast<double>(n - 1);
+  const int64_t lo = static_cast<int64_t>(std::floor(pos)), hi = std::min(lo + 1, n - 1);
+  double at_lo = 0, at_hi = 0;
+  int64_t seen = 0;  // values before this one
+  for (const auto& [v, c] : counts) {
+    if (lo >= seen && lo < seen + c) at_lo = v;
+    if (hi >= seen && hi < seen + c) {
+      at_hi = v;
+      break;
+    }
+    seen += c;
+  }
+  return at_lo + (at_hi - at_lo) * (pos - static_cast<double>(lo));
+}
+
 namespace {
+
+void CountStats(std::map<std::string, double>& out, const std::string& name, const std::map<double, int64_t>& counts) {
+  double n = 0, mean = 0, var = 0;
+  for (const auto& [v, c] : counts) {
+    n += static_cast<double>(c);
+    mean += v * static_cast<double>(c);
+  }
+  mean = n > 0 ? mean / n : 0;
+  for (const auto& [v, c] : counts) var += (v - mean) * (v - mean) * static_cast<double>(c);
+  out["mean_" + name + "_ms"] = mean;
+  out["std_" + name + "_ms"] = n > 0 ? std::sqrt(var / n) : 0;
+  out["median_" + name + "_ms"] = Percentile(counts, 50);
+  out["p90_" + name + "_ms"] = Percentile(counts, 90);
+  out["p99_" + name + "_ms"] = Percentile(counts, 99);
+}
 
 void Stats(std::map<std::string, double>& out, const std::string& name, const std::vector<double>& v) {
   double mean = 0, var = 0;
@@ -97,6 +131,7 @@ Metrics ComputeMetrics(const SimulationResult& r, const Slo& slo) {
   Stats(m.latency_ms, "tpot", tpot);
   Stats(m.latency_ms, "e2el", e2el);
   Stats(m.latency_ms, "queue", queue);
+  CountStats(m.latency_ms, "itl", r.itl_counts);
   const double dur_ms = r.duration_ms > 0 ? r.duration_ms : 1;
   m.mean_running = r.slot_area_ms / dur_ms;
   m.mean_in_system = r.in_system_area_ms / dur_ms;
@@ -147,17 +182,20 @@ std::string MetricsJson(const Metrics& m, const std::string& extra_json_fields) 
 
 std::string RequestsCsv(const SimulationResult& r) {
   std::string out =
-      "id,replica,arrival_ms,input_tokens,output_tokens,cached_tokens,queue_ms,ttft_ms,tpot_ms,e2el_ms,"
-      "preemptions,rejected\n";
+      "id,replica,arrival_ms,input_tokens,output_tokens,cached_tokens,queue_ms,ttft_ms,tpot_ms,itl_p50_ms,"
+      "itl_p99_ms,itl_max_ms,e2el_ms,preemptions,rejected\n";
   for (const RequestRecord& x : r.records) {
     if (x.rejected || x.finish_ms < 0) {
-      out += StrPrintf("%lld,,%.6f,%d,%d,,,,,,,%s\n", static_cast<long long>(x.request.id), x.arrival_ms,
+      out += StrPrintf("%lld,,%.6f,%d,%d,,,,,,,,,,%s\n", static_cast<long long>(x.request.id), x.arrival_ms,
                        x.request.input_tokens, x.request.output_tokens, x.rejected ? "1" : "0");
       continue;
     }
-    out += StrPrintf("%lld,%d,%.6f,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%d,0\n", static_cast<long long>(x.request.id),
+    const std::string itl = x.itl_max_ms < 0 ? std::string(",,")
+                                              : StrPrintf("%.6f,%.6f,%.6f", x.itl_p50_ms, x.itl_p99_ms, x.itl_max_ms);
+    out += StrPrintf("%lld,%d,%.6f,%d,%d,%d,%.6f,%.6f,%.6f,%s,%.6f,%d,0\n", static_cast<long long>(x.request.id),
                      x.replica, x.arrival_ms, x.request.input_tokens, x.request.output_tokens, x.cached_tokens,
-                     x.queue_ms(), x.ttft_ms(), x.tpot_ms(), x.e2e_ms(), x.preemptions);
+                     x.queue_ms(), x.ttft_ms(), x.tpot_ms(),
+                     itl.c_str(), x.e2e_ms(), x.preemptions);
   }
   return out;
 }
@@ -170,7 +208,7 @@ std::string FormatMetrics(const Metrics& m) {
   s += StrPrintf("throughput: %.3f req/s, output %.1f tok/s, total %.1f tok/s, goodput %.3f req/s\n",
                  m.request_throughput, m.output_throughput, m.total_token_throughput, m.request_goodput);
   s += "                  mean     p50     p90     p99   (ms)\n";
-  for (const char* name : {"ttft", "tpot", "e2el", "queue"}) {
+  for (const char* name : {"ttft", "tpot", "itl", "e2el", "queue"}) {
     const std::string n = name;
     s += StrPrintf("  %-8s %9.2f %7.2f %7.2f %7.2f\n", name, at(("mean_" + n + "_ms").c_str()),
                    at(("median_" + n + "_ms").c_str()), at(("p90_" + n + "_ms").c_str()),

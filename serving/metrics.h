@@ -21,13 +21,16 @@ Slo ParseSlo(const std::string& text);
 
 // numpy.percentile's linear interpolation (what vllm bench serve reports); 0 for no values.
 double Percentile(std::vector<double> values, double pct);
+// The same over a multiset given as value -> count (counts >= 1); 0 when empty.
+double Percentile(const std::map<double, int64_t>& counts, double pct);
 
 struct Metrics {
   int64_t completed = 0, rejected = 0, total_input_tokens = 0, total_output_tokens = 0;
   double duration_s = 0;
   double request_throughput = 0, output_throughput = 0, total_token_throughput = 0;
   double request_goodput = 0;  // completed requests meeting every SLO per second
-  // ttft, tpot, e2el, queue: mean, std, p50 (median), p90, p99
+  // ttft, tpot, e2el, queue, and itl (over every inter-token gap of every request, as vllm
+  // bench serve's): mean, std, p50 (median), p90, p99
   std::map<std::string, double> latency_ms;
   double mean_running = 0, mean_in_system = 0, mean_kv_blocks = 0;
   double littles_law_l = 0, littles_law_lambda_w = 0;  // time-average in system vs rate x mean e2e
@@ -44,7 +47,8 @@ bool MeetsSlo(const Metrics& m, const Slo& slo);
 // as "assumptions" etc. by the caller.
 std::string MetricsJson(const Metrics& m, const std::string& extra_json_fields);
 // One CSV line per request: id, replica, arrival_ms, input_tokens, output_tokens, cached_tokens,
-// queue_ms, ttft_ms, tpot_ms, e2el_ms, preemptions, rejected.
+// queue_ms, ttft_ms, tpot_ms, itl_p50_ms, itl_p99_ms, itl_max_ms, e2el_ms, preemptions, rejected
+// (the ITL columns empty for one output token).
 std::string RequestsCsv(const SimulationResult& r);
 // The lines printed after a run.
 std::string FormatMetrics(const Metrics& m);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "runtime/error.h"
+#include "serving/metrics.h"
 
 namespace nkisim::serving {
 
@@ -113,8 +114,14 @@ class Replica {
         ++s.generated;
         RequestRecord& r = records_[s.req];
         if (r.first_token_ms < 0) r.first_token_ms = now;
+        if (r.last_token_ms >= 0) {
+          r.itls_running.push_back(now - r.last_token_ms);
+          ++out_.itl_counts[now - r.last_token_ms];
+        }
+        r.last_token_ms = now;
         if (s.generated >= r.request.output_tokens) {
           r.finish_ms = now;
+          FinishItl(r);
           Free(s);
           const int64_t req = s.req;
           running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -127,6 +134,16 @@ class Replica {
   }
 
  private:
+  // The request's ITL summary from its gaps, which are then freed (memory flat in the requests).
+  static void FinishItl(RequestRecord& r) {
+    if (!r.itls_running.empty()) {
+      r.itl_max_ms = *std::max_element(r.itls_running.begin(), r.itls_running.end());
+      r.itl_p50_ms = Percentile(r.itls_running, 50);
+      r.itl_p99_ms = Percentile(r.itls_running, 99);
+    }
+    std::vector<double>().swap(r.itls_running);
+  }
+
   bool Unbounded() const { return t_.kv_blocks == 0; }
   int64_t FreeBlocks() const { return t_.kv_blocks - UsedBlocks(); }
   static uint64_t Key(int64_t prefix, int64_t block) { return (static_cast<uint64_t>(prefix) << 24) | uint64_t(block); }

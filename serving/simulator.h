@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "serving/requests.h"
@@ -65,6 +66,12 @@ struct RequestRecord {
   double finish_ms = -1;
   int preemptions = 0;
   int cached_tokens = 0;       // prompt tokens found in the prefix cache at first admission
+  double last_token_ms = -1;
+  // Inter-token latency (vllm bench serve's ITL: the gaps between a request's successive output
+  // tokens, output - 1 of them, summing to e2e - TTFT): this request's median, p99 and largest;
+  // -1 for one output token. The gaps are kept only while the request runs.
+  double itl_p50_ms = -1, itl_p99_ms = -1, itl_max_ms = -1;
+  std::vector<double> itls_running;
   double ttft_ms() const { return first_token_ms - arrival_ms; }
   double e2e_ms() const { return finish_ms - arrival_ms; }
   double queue_ms() const { return first_scheduled_ms - arrival_ms; }
@@ -90,6 +97,9 @@ struct SimulationResult {
   int64_t steps = 0, prefill_steps = 0, decode_steps = 0, preemptions = 0;
   int64_t prefix_hit_tokens = 0, prefix_lookup_tokens = 0;
   int max_waiting = 0;
+  // Every inter-token gap of every request: gap (ms) -> how many (exact; the distinct gaps are
+  // sums of step times, few next to the tokens).
+  std::map<double, int64_t> itl_counts;
 };
 
 // REQUIRES: the table passed CheckStepCostTable, the config CheckSchedulerConfig, requests

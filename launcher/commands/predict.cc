@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "launcher/commands/common_options.h"
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -16,7 +16,8 @@ namespace nkisim::launcher {
 void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   struct Options {
     std::string model, json;
-    int tp = 0, attention_dp = 1, lnc = 2, replicas = 1;
+    int tp = 0, attention_dp = 1, lnc = 2, replicas = 1, moe_ep = 0, moe_tp = 0;
+    std::string router_skew = "uniform";
     std::vector<std::string> plans;
     PredictRequest request;
     CommonOptions common;  // --profile
@@ -29,8 +30,13 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--lnc", o->lnc, "physical cores per rank of the --tp plan, 1 or 2")->capture_default_str();
   cmd->add_option("--replicas", o->replicas, "TP replicas of the --tp plan, each serving --batch requests")
       ->capture_default_str();
+  cmd->add_option("--moe-ep", o->moe_ep, "MoE models: expert-parallel ranks of the --tp plan (divides the experts)");
+  cmd->add_option("--moe-tp", o->moe_tp, "MoE models: ranks splitting each expert's I (moe_ep x moe_tp = tp)");
   cmd->add_option("--plan", o->plans,
-                  "a plan tp=N[,attention_dp=G][,lnc=L][,replicas=R] (repeatable, side by side)");
+                  "a plan tp=N[,attention_dp=G][,lnc=L][,replicas=R][,moe_ep=E][,moe_tp=T] (repeatable, side by side)");
+  cmd->add_option("--router-skew", o->router_skew,
+                  "MoE models: the router's expert loads, uniform or zipf:S (hot experts first)")
+      ->capture_default_str();
   cmd->add_option("--instances", o->request.instances, "instances the plans may span")->capture_default_str();
   cmd->add_option("--batch", o->request.batch, "requests decoded together (B)")->required();
   cmd->add_option("--input-tokens", o->request.input_tokens, "prompt length S")->required();
@@ -53,9 +59,10 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
     if (!o->json.empty()) CheckWritable(o->json, "--json");
     o->request.trace_path = o->common.trace_path;
     o->request.model = LoadHfConfig(o->model);
+    o->request.skew = ParseRouterSkew(o->router_skew, "--router-skew");
     o->request.profile_path = o->common.profile_path;
     if (o->tp != 0 || o->plans.empty()) {
-      PredictPlan p{"", o->tp, o->attention_dp, o->lnc, o->replicas};
+      PredictPlan p{"", o->tp, o->attention_dp, o->lnc, o->replicas, o->moe_ep, o->moe_tp};
       p.name = DefaultPlanName(p);
       o->request.plans.push_back(p);
     }

@@ -1,5 +1,5 @@
 // `nkisim predict --model CONFIG.json --tp N ...`: TTFT, TPOT, tokens/s and HBM per logical core
-// of a whole Hugging Face model under each plan (launcher/predict/predict.h, docs/predict.md).
+// of a whole Hugging Face model under each plan (model/predict.h, docs/predict.md).
 #pragma once
 
 namespace CLI {

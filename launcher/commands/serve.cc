@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "launcher/commands/common_options.h"
+#include "launcher/commands/serve_step_costs.h"
 #include "launcher/sweep/plots.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
@@ -34,88 +35,6 @@ void Progress(const std::string& line) {
   std::fflush(stderr);
 }
 
-PlanPrediction PredictOne(const PredictRequest& r, const std::string& what) {
-  PlanPrediction p = Predict(r).front();
-  if (!p.simulated) {
-    Raise(ErrorCode::kBadConfig, StrCat("serve: plan '", r.plans.front().name, "': ", what,
-                                        " could not be simulated: ", p.error));
-  }
-  return p;
-}
-
-}  // namespace
-
-StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<int>& prefill_buckets,
-                                 const std::vector<int>& batch_buckets, const std::vector<int>& kv_buckets,
-                                 int block_size, void (*progress)(const std::string&)) {
-  StepCostTable t;
-  const PredictPlan& plan = base.plans.front();
-  t.plan = plan.name;
-  t.prefill_buckets = prefill_buckets;
-  t.batch_buckets = batch_buckets;
-  t.kv_buckets = kv_buckets;
-  auto prefill_request = [&](size_t i) {
-    PredictRequest r = base;
-    r.plans.front().attention_dp = 1;  // the prefill runs as plain TP (predict.h)
-    r.batch = 1;
-    r.input_tokens = prefill_buckets[i];
-    r.output_tokens = 1;
-    return r;
-  };
-  auto decode_request = [&](size_t i, size_t k) {
-    PredictRequest r = base;
-    r.batch = batch_buckets[i];
-    // One step at KV kv (its context kv + 1 within the model's, else one token shorter).
-    const int64_t limit = base.model.max_positions > 0 ? base.model.max_positions : int64_t{1} << 30;
-    r.input_tokens = static_cast<int>(std::min<int64_t>(kv_buckets[k], limit - 1));
-    r.output_tokens = 1;
-    r.max_prefill_chunk = std::min(32, r.input_tokens);  // its prefill is not used: the smallest that runs
-    return r;
-  };
-  // Every predict checked (the kernels' and plans' rules) before any is simulated.
-  for (size_t i = 0; i < prefill_buckets.size(); ++i) CheckPredictRequest(prefill_request(i));
-  for (size_t i = 0; i < batch_buckets.size(); ++i) {
-    for (size_t k = 0; k < kv_buckets.size(); ++k) CheckPredictRequest(decode_request(i, k));
-  }
-  for (size_t i = 0; i < prefill_buckets.size(); ++i) {
-    if (progress) progress(StrCat("step costs: prefill bucket ", prefill_buckets[i], " (", i + 1, "/",
-                                  prefill_buckets.size(), ")"));
-    const PlanPrediction p = PredictOne(prefill_request(i), StrCat("the prefill of ", prefill_buckets[i], " tokens"));
-    t.prefill_ms.push_back(p.ttft_ms);
-    t.host_ms_per_step = p.host_ms_per_step;
-  }
-  // Each (batch bucket, KV bucket) simulated at exactly that KV length: no interpolation.
-  for (size_t i = 0; i < batch_buckets.size(); ++i) {
-    std::vector<double> row;
-    for (size_t k = 0; k < kv_buckets.size(); ++k) {
-      const PredictRequest r = decode_request(i, k);
-      if (progress) {
-        progress(StrCat("step costs: decode batch bucket ", batch_buckets[i], ", KV bucket ", kv_buckets[k], " (",
-                        i * kv_buckets.size() + k + 1, "/", batch_buckets.size() * kv_buckets.size(), ")"));
-      }
-      const PlanPrediction p =
-          PredictOne(r, StrCat("the decode at batch ", batch_buckets[i], ", KV ", kv_buckets[k]));
-      row.push_back((p.samples.front().second + p.lm_head_decode_ns) / 1e6);
-      if (i + 1 == batch_buckets.size() && k + 1 == kv_buckets.size()) {
-        const double kv_bytes = static_cast<double>(p.layers_hbm.kv_cache_per_layer) * p.layers_hbm.layers;
-        const double per_token = kv_bytes / (double(r.batch) * (r.input_tokens + r.output_tokens));
-        const double free = static_cast<double>(p.hbm_capacity) - (static_cast<double>(p.hbm_bytes) - kv_bytes);
-        if (!(per_token > 0) || free < per_token * block_size) {
-          Raise(ErrorCode::kBadConfig,
-                StrCat("serve: plan '", plan.name, "': the weights leave ", std::max(0.0, free) / (1 << 20),
-                       " MiB of HBM per logical core: not one KV block of ", block_size, " tokens"));
-        }
-        t.kv_blocks = static_cast<int64_t>(free / (per_token * block_size));
-      }
-    }
-    t.decode_ms.push_back(row);
-  }
-  serving::CheckStepCostTable(t);
-  return t;
-}
-
-namespace {
-
 struct Options {
   std::string model, json, csv, plots, gnuplot = "gnuplot", save_costs, load_costs;
   std::vector<std::string> plans;
@@ -123,6 +42,7 @@ struct Options {
   // requests
   std::string trace_file, arrival = "poisson", input_len = "1024", output_len = "128";
   double request_rate = 0;
+  double target_rate = 0;  // --target-rate: the load the fleet must serve (several plans)
   int concurrency = 0, prefix_groups = 0, prefix_tokens = 0;
   int64_t num_prompts = 1000;
   uint64_t seed = 0;
@@ -350,6 +270,12 @@ void CheckFlags(const Options& o, bool rate_given) {
       p.push_back("--plan: several plans: --csv, --plots and --save-step-costs take one plan");
     }
   }
+  if (o.target_rate < 0 || !std::isfinite(o.target_rate)) {
+    p.push_back(StrCat("--target-rate: ", o.target_rate, ": must be > 0"));
+  }
+  if (o.target_rate > 0 && o.plans.size() + (o.tp != 0 ? 1 : 0) < 2) {
+    p.push_back("--target-rate: needs several plans (--plan ... --plan ... --find-max-rate) to compare");
+  }
   if (o.max_points < 2) p.push_back(StrCat("--max-points: ", o.max_points, ": must be >= 2"));
   if (p.size() == 1) Raise(ErrorCode::kBadConfig, "serve: " + p.front());
   if (!p.empty()) {
@@ -414,16 +340,21 @@ StepCostTable PlanTable(const Options& o, const std::string& plan_text) {
 }
 
 // Several plans with --find-max-rate: each plan's table and max rate under the SLOs, and the
-// cheapest: the most requests per second per physical NeuronCore (tp x lnc x replicas).
+// cheapest: the most requests per second per physical NeuronCore (tp x lnc x replicas); with
+// --target-rate R, the fewest chips serving R: copies = ceil(R / max rate) of the plan's
+// replicas, chips = ceil(copies x physical cores / cores per chip) (each copy then gets R / copies
+// of the arrivals, round-robin: no burstier than the Poisson load its max rate was found at).
 void ComparePlans(Options& o, const serving::Slo& slo) {
   std::vector<std::string> texts = o.plans;
   if (o.tp != 0) texts.insert(texts.begin(), StrCat("tp=", o.tp, ",attention_dp=", o.attention_dp, ",lnc=", o.lnc));
   for (const std::string& t : texts) ParsePlan(t);  // every plan checked before any is built
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  std::string best;
-  double best_per_core = 0;
-  std::printf("%-16s %8s %14s %16s %14s %14s\n", "plan", "cores", "max req/s", "req/s per core", "p99 TTFT ms",
-              "p99 TPOT ms");
+  std::string best, fewest_chips_plan;
+  double best_per_core = 0, fewest_chips_rate = 0;
+  int64_t fewest_chips = 0;
+  const int64_t cores_per_chip = std::max<int64_t>(1, LoadProfile(o.common).physical_cores_per_chip());
+  std::printf("%-16s %8s %14s %16s %14s %14s%s\n", "plan", "cores", "max req/s", "req/s per core", "p99 TTFT ms",
+              "p99 TPOT ms", o.target_rate > 0 ? StrPrintf(" %8s %8s", "copies", "chips").c_str() : "");
   for (const std::string& text : texts) {
     const PredictPlan plan = ParsePlan(text);
     const StepCostTable table = PlanTable(o, text);
@@ -449,8 +380,19 @@ void ComparePlans(Options& o, const serving::Slo& slo) {
         tpot = p.metrics.latency_ms.at("p99_tpot_ms");
       }
     }
-    std::printf("%-16s %8d %14.4g %16.4g %14.2f %14.3f\n", plan.name.c_str(), cores, cap.max_rate, per_core, ttft,
-                tpot);
+    // --target-rate: the copies of this plan (x --replicas) and chips that serve it; 0: none can.
+    const int64_t copies = cap.max_rate > 0 ? static_cast<int64_t>(std::ceil(o.target_rate / cap.max_rate - 1e-12)) : 0;
+    const int64_t chips = (copies * cores + cores_per_chip - 1) / cores_per_chip;
+    std::printf("%-16s %8d %14.4g %16.4g %14.2f %14.3f%s\n", plan.name.c_str(), cores, cap.max_rate, per_core, ttft,
+                tpot, o.target_rate > 0 ? StrPrintf(" %8lld %8lld", static_cast<long long>(copies),
+                                                    static_cast<long long>(chips)).c_str() : "");
+    if (o.target_rate > 0 && copies > 0 &&
+        (fewest_chips_plan.empty() || chips < fewest_chips ||
+         (chips == fewest_chips && copies * cap.max_rate > fewest_chips_rate))) {
+      fewest_chips_plan = plan.name;
+      fewest_chips = chips;
+      fewest_chips_rate = copies * cap.max_rate;
+    }
     std::fflush(stdout);
     if (cap.max_rate > 0 && per_core > best_per_core) {
       best_per_core = per_core;
@@ -458,7 +400,8 @@ void ComparePlans(Options& o, const serving::Slo& slo) {
     }
     rows.push_back({{"plan", plan.name}, {"physical_cores", cores}, {"max_request_rate", cap.max_rate},
                     {"request_rate_per_core", per_core}, {"p99_ttft_ms", ttft}, {"p99_tpot_ms", tpot},
-                    {"runs", cap.points.size()}, {"step_costs", nlohmann::ordered_json::parse(
+                    {"runs", cap.points.size()},
+                    {"copies_for_target_rate", copies}, {"chips_for_target_rate", chips}, {"step_costs", nlohmann::ordered_json::parse(
                                                                     serving::StepCostTableJson(table))}});
   }
   const std::string verdict =
@@ -466,6 +409,14 @@ void ComparePlans(Options& o, const serving::Slo& slo) {
                    : StrCat("cheapest plan meeting ", o.slo, ": ", best, " (", StrPrintf("%.4g", best_per_core),
                             " req/s per physical NeuronCore, ", o.sched.replicas, " replica(s))");
   std::printf("verdict: %s\n", verdict.c_str());
+  std::string target_verdict;
+  if (o.target_rate > 0) {
+    target_verdict = fewest_chips_plan.empty()
+                         ? StrCat("no plan serves ", Num(o.target_rate), " req/s within ", o.slo)
+                         : StrCat("fewest chips serving ", Num(o.target_rate), " req/s within ", o.slo, ": ",
+                                  fewest_chips_plan, " (", fewest_chips, " chip(s))");
+    std::printf("verdict: %s\n", target_verdict.c_str());
+  }
   if (!o.json.empty()) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
@@ -473,6 +424,13 @@ void ComparePlans(Options& o, const serving::Slo& slo) {
     j["plans"] = rows;
     j["verdict"] = verdict;
     j["cheapest_plan"] = best;
+    if (o.target_rate > 0) {
+      j["target_rate"] = o.target_rate;
+      j["physical_cores_per_chip"] = cores_per_chip;
+      j["target_verdict"] = target_verdict;
+      j["fewest_chips_plan"] = fewest_chips_plan;
+      j["fewest_chips"] = fewest_chips;
+    }
     WriteFileAtomically(o.json, j.dump(2) + "\n", "--json");
     std::printf("json: %s\n", o.json.c_str());
   }
@@ -651,6 +609,9 @@ void AddServeCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--plan", o->plans,
                   "the plan tp=N[,attention_dp=G][,lnc=L] (or --tp); repeated with --find-max-rate: each plan's max "
                   "rate and the cheapest per NeuronCore");
+  cmd->add_option("--target-rate", o->target_rate,
+                  "with several plans and --find-max-rate: the load (req/s) to serve; the verdict names the plan "
+                  "serving it within the SLOs on the fewest chips (copies of the plan x --replicas)");
   cmd->add_option("--tp", o->tp, "TP degree of the plan (or give --plan)");
   cmd->add_option("--attention-dp", o->attention_dp, "attention-DP G of the --tp plan (decode)")->capture_default_str();
   cmd->add_option("--lnc", o->lnc, "physical cores per rank of the --tp plan, 1 or 2")->capture_default_str();

@@ -7,7 +7,7 @@
 
 #include "collectives/topology.h"
 #include "launcher/commands/common_options.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 #include "runtime/config_file.h"
 #include "runtime/error.h"
 #include "proto/scenario.pb.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectives/local_fabric.h"
-#include "launcher/job/rank_plans.h"
+#include "model/rank_plans.h"
 #include "launcher/job/run_job.h"
 #include "runtime/error.h"
 #include "runtime/sim_mode.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "launcher/control/server.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 #include "proto/control.pb.h"
 #include "runtime/error.h"
 

@@ -15,7 +15,7 @@
 
 #include "launcher/control/server.h"
 #include "launcher/job/mpirun.h"
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 
 namespace nkisim::launcher {
 

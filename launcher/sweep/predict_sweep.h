@@ -1,5 +1,5 @@
 // A predict sweep of `nkisim sweep`: a sweep file with a `model` axis (Hugging Face config.json
-// files), whose every point is one `nkisim predict` evaluation (launcher/predict/predict.h: the
+// files), whose every point is one `nkisim predict` evaluation (model/predict.h: the
 // whole model's TTFT, TPOT and HBM under one plan) instead of a `nkisim run` of one layer. Its axes
 // are model x hardware_profile x lnc x batch x input_tokens x output_tokens x plans (plans
 // innermost); its shape is every axis value but the plan. Targets tpot_ms_max / ttft_ms_max make
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/predict/predict.h"
+#include "model/predict.h"
 #include "proto/sweep.pb.h"
 
 namespace nkisim::launcher {

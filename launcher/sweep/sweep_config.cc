@@ -242,6 +242,10 @@ ResolvedSweep ResolveSweep(const std::string& text, const std::string& source) {
   r.base.set_hostfile(Absolute(r.base.hostfile()));
   r.workload = r.base.workload() == "prefill" ? Workload::kPrefill : Workload::kDecode;
   const bool decode = r.workload == Workload::kDecode;
+  if (r.base.workload() == "moe") {
+    problems.Add("base.workload: 'moe': the sweep runs decode and prefill layers; run the MoE layer "
+                 "with nkisim run (docs/moe.md)");
+  }
 
   // The axes; an empty axis is the base's value.
   std::vector<proto::Plan> plans(spec.plans().begin(), spec.plans().end());

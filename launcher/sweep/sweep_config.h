@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 #include "proto/scenario.pb.h"
 #include "proto/sweep.pb.h"
 #include "runtime/error.h"

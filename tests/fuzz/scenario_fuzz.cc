@@ -2,8 +2,8 @@
 // defaults, field ranges, the model, the topology or sharding plans resolved against the profile).
 // Only ResolveScenario and world_size() are used, so the target follows the scenario schema as it
 // changes.
-#if __has_include("launcher/scenarios/scenario_config.h")
-#include "launcher/scenarios/scenario_config.h"
+#if __has_include("model/scenario_config.h")
+#include "model/scenario_config.h"
 #else
 #include "launcher/scenario_config.h"
 #endif

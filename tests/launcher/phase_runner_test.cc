@@ -1,6 +1,6 @@
-// PhaseRunner (launcher/scenarios/phase_runner.h) with a recording progress sink instead of the
+// PhaseRunner (model/phase_runner.h) with a recording progress sink instead of the
 // control-plane client: the messages it sends, the checks it records, the tolerances it picks.
-#include "launcher/scenarios/phase_runner.h"
+#include "model/phase_runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

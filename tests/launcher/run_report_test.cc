@@ -1,6 +1,6 @@
-// BuildReport (launcher/job/run_report.h) on synthetic rank results of two plans: what it takes
+// BuildReport (model/run_report.h) on synthetic rank results of two plans: what it takes
 // from the slowest rank, what it sums, and the plans' agreement check.
-#include "launcher/job/run_report.h"
+#include "model/run_report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

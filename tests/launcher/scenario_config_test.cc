@@ -1,13 +1,14 @@
 // Scenario files: every control-plane, tolerance, model, workload and plan field is checked before
 // any rank starts, each problem named with its field, value and rule (Error(kBadConfig), exit 14);
 // good plans resolve to the groups and the rank -> heads maps the plan describes.
-#include "launcher/scenarios/scenario_config.h"
+#include "model/scenario_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -133,6 +134,82 @@ TEST(ScenarioConfigTest, InstancesComeFromTheProfile) {
   EXPECT_EQ(r.plans[0].instances, 2);  // 64 ranks per instance at LNC 2
   EXPECT_EQ(r.plans[1].instances, 1);  // 128 at LNC 1
   EXPECT_EQ(r.plans[0].topology.chip_of_rank[127], 31);
+}
+
+// Workload moe (moe_config.h): the plan's groups ("tp" blocks of moe_tp, "ep" strided by moe_tp),
+// its derived tp / replicas / lnc / name, and every bad field named with its value and rule.
+TEST(ScenarioConfigTest, MoePlansResolveToTpBlocksAndStridedEpGroups) {
+  const ResolvedScenario r = LoadScenario(std::string(NKISIM_SOURCE_DIR) + "/configs/moe_ep8_tp2_16ranks.textproto");
+  ASSERT_EQ(r.workload, Workload::kMoe);
+  ASSERT_EQ(r.plans.size(), 1u);
+  const ResolvedPlan& p = r.plans[0];
+  EXPECT_EQ(p.moe_ep, 8);
+  EXPECT_EQ(p.moe_tp, 2);
+  EXPECT_EQ(p.world_size(), 16);
+  EXPECT_EQ(p.lnc, 1);
+  std::map<std::string, std::vector<collectives::Group>> sets;
+  for (const collectives::GroupSet& set : p.topology.group_sets) sets[set.name] = set.groups;
+  ASSERT_EQ(sets["tp"].size(), 8u);
+  EXPECT_EQ(sets["tp"][3], (collectives::Group{6, 7}));
+  ASSERT_EQ(sets["ep"].size(), 2u);
+  EXPECT_EQ(sets["ep"][1], (collectives::Group{1, 3, 5, 7, 9, 11, 13, 15}));
+  EXPECT_THAT(FormatScenario(r), HasSubstr("EP 7 (ranks 14..15): experts 28..31, I / 2 = 64 columns per rank"));
+  const ResolvedScenario named = ResolveScenario(
+      "workload: \"moe\" plans { moe_ep: 4 moe_tp: 1 } model { hidden: 128 } "
+      "moe { experts: 8 top_k: 2 intermediate: 64 tokens: 8 }", "named");
+  EXPECT_EQ(named.plans[0].name, "ep4xtp1");
+  EXPECT_EQ(named.spec.moe().skew(), "zipf");  // the default: skewed routing
+  EXPECT_EQ(named.spec.moe().zipf_s(), 1.2);
+}
+
+TEST(ScenarioConfigTest, BadMoeFieldsAreRefusedWithFieldValueAndRule) {
+  const std::string base = "workload: \"moe\"\nplans { name: \"p\" moe_ep: 8 moe_tp: 2 }\nmodel { hidden: 256 }\n"
+                           "moe { experts: 32 top_k: 4 intermediate: 128 tokens: 64 }\n";
+  const struct {
+    const char* extra;
+    const char* message;
+  } cases[] = {
+      {"topology { world_size: 12 }", "moe_ep x moe_tp = 8 x 2 = 16 ranks, but topology.world_size is 12"},
+      {"plans { name: \"p\" moe_ep: 5 moe_tp: 2 }", "moe_ep: 5 must divide moe.experts (32)"},
+      {"plans { name: \"p\" moe_ep: 8 moe_tp: 3 }", "moe_tp: 3 must divide moe.intermediate (128)"},
+      {"plans { name: \"p\" moe_ep: 0 moe_tp: 2 }", "moe_ep: 0, moe_tp: 2: both must be >= 1"},
+      {"plans { name: \"p\" moe_ep: 8 moe_tp: 2 lnc: 2 }", "lnc: 2: the MoE kernels run at lnc 1"},
+      {"plans { name: \"p\" moe_ep: 8 moe_tp: 2 tp: 4 }", "tp: 4, replicas: 8 contradict moe_tp 2 and moe_ep 8"},
+      {"moe { experts: 32 top_k: 40 intermediate: 128 tokens: 64 }", "moe.top_k: 40 must be in [1, moe.experts (32)]"},
+      {"moe { experts: 32 top_k: 0 intermediate: 128 tokens: 64 }", "moe.top_k: 0 must be in [1, moe.experts (32)]"},
+      {"moe { experts: 32 top_k: 2 intermediate: 128 tokens: 64 router: \"llama4\" }",
+       "moe.top_k: 2: the llama4 router (sigmoid top-1) needs 1"},
+      {"moe { experts: 32 top_k: 4 intermediate: 128 tokens: 64 router: \"deepseek\" }",
+       "moe.router: 'deepseek' is not one of qwen3, mixtral, gpt_oss, llama4"},
+      {"moe { experts: 32 top_k: 4 intermediate: 128 tokens: 0 }", "moe.tokens: 0 must be in [1, 4096]"},
+      {"moe { experts: 32 top_k: 4 intermediate: 128 tokens: 64 zipf_s: -1 }", "moe.zipf_s: -1 must be in [0, 10]"},
+      {"batch: 8", "batch: 8: the moe workload runs no attention or dense MLP"},
+      {"model { hidden: 256 n_q_heads: 8 }", "model.n_q_heads: 8: the moe workload runs no attention"},
+      {"fault { kind: CORRUPT_INPUT rank: 1 phase: \"router\" }", "fault.kind: CORRUPT_INPUT"},
+      {"fault { kind: THROW rank: 1 phase: \"qkv\" }", "fault.phase: 'qkv' is not a phase of the moe workload"},
+      {"tolerances { key: \"experts\" value { atol: -1 } }", "tolerances['experts']: atol -1"},
+  };
+  for (const auto& c : cases) {
+    try {
+      ResolveScenario(testing::OverrideConfig(base, std::string(c.extra) + "\n"), "bad");
+      ADD_FAILURE() << c.extra << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig) << c.extra;
+      EXPECT_THAT(e.what(), HasSubstr(c.message)) << c.extra;
+    }
+  }
+  EXPECT_NO_THROW(ResolveScenario(base, "good"));
+  // The MoE fields on a decoder-layer workload are refused, not ignored.
+  for (const auto& [extra, message] :
+       {std::pair{"moe { experts: 8 top_k: 2 }", "moe: set, but workload is 'decode'"},
+        {"plans { name: \"tp8\" tp: 8 moe_ep: 4 }", "plan 'tp8': moe_ep 4 / moe_tp 0: expert parallelism"}}) {
+    try {
+      ResolveScenario(testing::OverrideConfig(SmallConfig(), std::string(extra) + "\n"), "bad");
+      ADD_FAILURE() << extra << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(message)) << extra;
+    }
+  }
 }
 
 }  // namespace

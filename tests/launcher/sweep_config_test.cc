@@ -186,6 +186,9 @@ TEST(SweepConfigTest, BadSweepsAreRefusedWithFieldValueRuleAndPoint) {
       {"base { model { hidden: 8192 n_q_heads: 64 n_kv_heads: 8 d_head: 128 intermediate: 1024 } kv_length: 1 }\n"
        "plans { tp: 8 } batch: [8, 128] kv_length: [1024, 262144]",
        "plan 'tp8': needs about", "at point plan=tp8 batch=128 kv_length=262144"},
+      {"base { workload: \"moe\" model { hidden: 256 } moe { experts: 8 top_k: 2 intermediate: 64 tokens: 8 } }\n"
+       "plans { moe_ep: 4 moe_tp: 2 }",
+       "base.workload: 'moe': the sweep runs decode and prefill layers", ""},
   };
   for (const auto& c : cases) {
     const std::string message = BadConfigMessage(c.text);

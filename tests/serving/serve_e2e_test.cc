@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -148,9 +149,34 @@ TEST(ServeE2eTest, SeveralPlansNameTheCheapest) {
   const std::string common = " --request-rate 5 --num-prompts 300 --input-len uniform:100,400 --output-len 32 "
                              "--max-num-seqs 8 --max-model-len 1024 --slo ttft_p99_ms=300,tpot_p99_ms=20 "
                              "--find-max-rate ";
-  const Result both = Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8" + common, TempPath("both.json"));
+  const Result both = Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8 --target-rate 37" + common,
+                             TempPath("both.json"));
   ASSERT_EQ(both.exit_code, 0) << both.output;
   ASSERT_EQ(both.doc["plans"].size(), 2u);
+  // --target-rate 37: each plan's copies = ceil(37 / its max rate), chips = ceil(copies x cores /
+  // cores per chip); the verdict names the fewest chips (a tie: the more capacity).
+  const int64_t per_chip = both.doc["physical_cores_per_chip"].get<int64_t>();
+  ASSERT_GE(per_chip, 1);
+  std::string fewest;
+  int64_t fewest_chips = 0;
+  double fewest_capacity = 0;
+  for (const json& row : both.doc["plans"]) {
+    const double max_rate = row["max_request_rate"].get<double>();
+    ASSERT_GT(max_rate, 0) << row.dump();
+    const int64_t copies = static_cast<int64_t>(std::ceil(37.0 / max_rate));
+    const int64_t chips = (copies * row["physical_cores"].get<int64_t>() + per_chip - 1) / per_chip;
+    EXPECT_EQ(row["copies_for_target_rate"].get<int64_t>(), copies) << row["plan"];
+    EXPECT_EQ(row["chips_for_target_rate"].get<int64_t>(), chips) << row["plan"];
+    if (fewest.empty() || chips < fewest_chips || (chips == fewest_chips && copies * max_rate > fewest_capacity)) {
+      fewest = row["plan"];
+      fewest_chips = chips;
+      fewest_capacity = copies * max_rate;
+    }
+  }
+  EXPECT_EQ(both.doc["fewest_chips_plan"], fewest);
+  EXPECT_EQ(both.doc["fewest_chips"].get<int64_t>(), fewest_chips);
+  EXPECT_THAT(both.output, HasSubstr("verdict: fewest chips serving 37 req/s within ttft_p99_ms=300,tpot_p99_ms=20: " +
+                                     fewest + " (" + std::to_string(fewest_chips) + " chip(s))"));
   double best = 0;
   std::string best_plan;
   for (const json& row : both.doc["plans"]) {
@@ -170,6 +196,15 @@ TEST(ServeE2eTest, SeveralPlansNameTheCheapest) {
   const Result bad = Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8 --request-rate 1", TempPath("x.json"));
   EXPECT_EQ(bad.exit_code, 14) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("--plan: several plans: compared only with --find-max-rate"));
+  // --target-rate with one plan, or not > 0: refused.
+  const Result one_plan = Nkisim("serve", "--model " + model + " --plan tp=4 --target-rate 5" + common, TempPath("y.json"));
+  EXPECT_EQ(one_plan.exit_code, 14) << one_plan.output;
+  EXPECT_THAT(one_plan.output, HasSubstr("--target-rate: needs several plans"));
+  const Result negative =
+      Nkisim("serve", "--model " + model + " --plan tp=4 --plan tp=8 --target-rate -1" + common, TempPath("z.json"));
+  EXPECT_EQ(negative.exit_code, 14) << negative.output;
+  EXPECT_THAT(negative.output, HasSubstr("--target-rate: -1: must be > 0"));
+  EXPECT_FALSE(std::filesystem::exists(TempPath("y.json")) || std::filesystem::exists(TempPath("z.json")));
 }
 
 // Each bad input: exit 14, the message naming field, value and rule, no JSON written.
