@@ -248,10 +248,15 @@ void TkgProgram::BuildChunks() {
 // row, broadcast onto the B*S partitions, is 8 KiB a partition and would hold the exchange).
 void TkgProgram::StartStream() {
   const DType wdt = cfg_.matmul_weight_dtype();
+  // DownTerms' tiles, allocated after the rings: the bias and ROW scale rows of this core's
+  // columns (fp32) and STATIC's few columns.
+  const int64_t terms = (shard1_ - shard0_) * 4 *
+                            ((p_.down_bias.valid() ? 1 : 0) + (cfg_.is_row() ? 1 : 0)) +
+                        4 * 4;
   auto ring = [&](const std::vector<TensorView>& chunks) {
     const int64_t slot = LargestChunkElements(chunks), n = static_cast<int64_t>(chunks.size());
     return std::make_unique<WeightStream>(
-        core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
+        core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n, terms),
         [&chunks](int64_t k) { return chunks[static_cast<size_t>(k)]; });
   };
   gate_up_stream_ = ring(gate_up_chunks_);

@@ -49,10 +49,12 @@ int64_t LargestChunkElements(const std::vector<TensorView>& chunks) {
   return most;
 }
 
-int64_t StreamSlots(const NeuronCore& core, int64_t slot_elements, DType dtype, int64_t chunks) {
+int64_t StreamSlots(const NeuronCore& core, int64_t slot_elements, DType dtype, int64_t chunks,
+                    int64_t reserve_bytes) {
   const int64_t slot_bytes = slot_elements * static_cast<int64_t>(SizeOf(dtype));
   const int64_t wanted = 2 * core.profile().dma_queues();
-  return std::clamp<int64_t>(std::min(SbufFreeBytes(core) * 3 / 4 / slot_bytes, wanted), 1, chunks);
+  const int64_t free = std::max<int64_t>(0, SbufFreeBytes(core) - reserve_bytes);
+  return std::clamp<int64_t>(std::min(free * 3 / 4 / slot_bytes, wanted), 1, chunks);
 }
 
 }  // namespace nkisim::kernels

@@ -35,6 +35,8 @@ int64_t LargestChunkElements(const std::vector<TensorView>& chunks);
 // Ring slots for chunks of `slot_elements` of `dtype`: two per DMA queue as far as SBUF allows
 // (three quarters of what is free: the kernels allocate their other tiles first), at least 1 and at
 // most the number of chunks.
-int64_t StreamSlots(const NeuronCore& core, int64_t slot_elements, DType dtype, int64_t chunks);
+// reserve_bytes: bytes a partition kept free for tiles allocated after the ring.
+int64_t StreamSlots(const NeuronCore& core, int64_t slot_elements, DType dtype, int64_t chunks,
+                    int64_t reserve_bytes = 0);
 
 }  // namespace nkisim::kernels
