@@ -6,7 +6,10 @@
 //   gate / up: per 128-row chunk of I, weights stationary [128 H rows, 128 I], x_t moving
 //     [128 H rows, block tokens] -> [I rows, 512 tokens] in one bank; all H subtiles of gate, then
 //     of up, so one bank each suffices: act(gate) runs on Scalar while up accumulates, act * up on
-//     Vector while the next chunk's gate does; h^T [I rows, I chunks, block tokens];
+//     Vector while the next chunk's gate does; h^T [I rows, I chunks, block tokens]. The weights
+//     stream in groups of up to 4 I chunks (512 columns of each row: 1 KiB runs in bf16, where a
+//     128-column chunk's 256 B runs made the DMA engines, not the PE, the bound), resident in the
+//     ring while the PE takes the group's chunks one by one;
 //   down: per 512-column bank of H and I chunk, one moving weight chunk [128 I rows, 512] is used
 //     by the block's four tiles (stationary h^T [128 I rows, 128 tokens]) into four banks, so
 //     down_w streams once per block; each tile's bank is evicted (+ down bias) and stored.

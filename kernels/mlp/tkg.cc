@@ -6,15 +6,17 @@
 //     matmul costs max(B*S, 64) PE cycles instead of 512 for a [B*S, 512] product.
 //   down: the product h^T [I rows, B*S] is the stationary operand and down_w [I rows, 512 H
 //     columns] the moving one, into [B*S, 512] PSUM banks: the output's own layout.
-// Loop order: gate / up column block by block (up to 512 columns of I: four PSUM chunks
-// [128, B*S] of one bank for gate and one for up), this core's H subtiles accumulating; after the
-// last block's matmuls, while its sums cross between the cores and its h is computed, the down
-// products of the I chunks of the earlier blocks for as many banks of this core's output columns
-// as have their own PSUM bank (4 of the 8 beside gate / up's 4); then bank by bank the rest of I,
-// each bank evicted and stored as it completes. All the weights flow in that order through one
-// WeightStream ring. (Without the early products the PE idled through the last exchange: 1.5 us
-// at H 4096, I 896, B*S 32, where ROW is PE-bound. An earlier attempt evicted an fp32 partial of
-// the early chunks to SBUF instead, with 2 down banks, and gained little on bf16, HBM-bound.)
+// Loop order: gate / up block by block, this core's H subtiles accumulating. A block is all of I
+// when its chunks fit two PSUM banks each for gate and up ([128, 512 / B*S, B*S] a bank), so the
+// weights stream as whole rows (partition p's rows of a chunk are consecutive rows of W: one
+// contiguous run a partition, where 512-column slices were 1 KiB runs in bf16 and 512 B in fp8,
+// descriptor-bound under the 16-engine DMA model); wider I goes in blocks of one bank, two sets.
+// With several blocks, while the last block's sums cross between the cores, the PE runs the
+// first down group's products of the earlier blocks' chunks. Down: this core's output banks in
+// groups of as many as have their own PSUM bank, down_w streaming as whole rows of the group's
+// columns (4 KiB a partition at 2048 columns in bf16); each bank evicted and stored at the end
+// of its group. Two WeightStream rings, gate / up's and down's: down's chunks are issued (but
+// one) only after the last exchange, which would otherwise wait behind them on the DMA engines.
 // Each down bank has its own output tile and each gate / up block its own h tile: the scoreboard
 // orders a tile's writers after its readers, so one shared [B*S, H / L] tile held each bank's
 // eviction behind the previous bank's store (H 8192, I 448, B*S 32: 1.40x the stream floor with
@@ -22,7 +24,7 @@
 // products.
 // LNC 2 (mlp.h): core s holds rows [s H / 2, (s + 1) H / 2) of x_hat, Wg and Wu, so its gate / up
 // products are partial; after each block the fp32 partials go to the peer (sendrecv) and each
-// core adds the peer's (on GpSimd, SBUF only), then applies act * up to the full sums (biases
+// core adds the peer's (gate on GpSimd, up on Vector), then applies act * up to the full sums (biases
 // added once, after the sum). Down: core s computes and stores output columns
 // [s H / 2, (s + 1) H / 2), all of I, disjoint writes.
 #include <algorithm>
