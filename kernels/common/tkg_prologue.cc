@@ -61,6 +61,25 @@ Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInput
     DmaInPieces(t, slab.Of(tensor, cfg), 1);
     return t;
   };
+  if (by_transpose && p.residual_add() && !p.residual2.valid()) {
+    // The MLP's one residual: added on the rows (one rounding, as below), fused_hidden stored
+    // from them in whole rows (from the transposed layout each run is H1s elements, one DMA
+    // descriptor), and the sum alone transposed.
+    const int64_t nt = slab.t1 - slab.t0, nc = slab.c1 - slab.c0, shard = cfg.h / cfg.lnc;
+    Tile xr = LoadTokenRows(core, cfg, "hidden", p.input, slab.t0, slab.t1, slab.c0, slab.c1);
+    const Tile rr =
+        LoadTokenRows(core, cfg, "residual", p.residual, slab.t0, slab.t1, slab.c0, slab.c1);
+    nisa::tensor_tensor(xr, xr, rr, AluOp::kAdd);
+    if (fused_hidden.valid()) {
+      const int64_t k0 = split ? slab.c0 : s, k1 = split ? slab.c1 : s + 1;
+      const TensorView rows = fused_hidden.reshape({cfg.tokens, cfg.h}).slice(0, slab.t0, slab.t1);
+      for (int64_t k = k0; k < k1; ++k) {
+        nisa::dma_copy(rows.slice(1, k * shard, (k + 1) * shard),
+                       xr.slice(0, (k - slab.c0) * nt, (k - slab.c0 + 1) * nt));
+      }
+    }
+    return TransposeTokenRows(core, cfg, "hidden", xr, nt, nc);
+  }
   Tile x = load("hidden", p.input);
   if (!p.residual_add()) return x;
   Tile r = load("residual", p.residual);

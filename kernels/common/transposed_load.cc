@@ -6,18 +6,22 @@
 
 namespace nkisim::kernels {
 
-Tile LoadPartitionMajorByTranspose(NeuronCore& core, const FrontEndConfig& cfg,
-                                   const std::string& name, const TensorView& src, int64_t t0,
-                                   int64_t t1, int64_t c0, int64_t c1) {
-  const int64_t np = cfg.partitions, nt = t1 - t0, nc = c1 - c0, h1s = cfg.shard_subtiles();
-  const int64_t shard = cfg.h / cfg.lnc, k_total = nc * h1s;
-  const DType dtype = src.dtype();
-  Tile rows = core.AllocateSbuf(name + "_rows", {nc * nt, shard}, dtype);
+Tile LoadTokenRows(NeuronCore& core, const FrontEndConfig& cfg, const std::string& name,
+                   const TensorView& src, int64_t t0, int64_t t1, int64_t c0, int64_t c1) {
+  const int64_t nt = t1 - t0, nc = c1 - c0, shard = cfg.h / cfg.lnc;
+  Tile rows = core.AllocateSbuf(name + "_rows", {nc * nt, shard}, src.dtype());
   const TensorView token_rows = src.reshape({cfg.tokens, cfg.h}).slice(0, t0, t1);
   for (int64_t c = 0; c < nc; ++c) {
     nisa::dma_copy(rows.slice(0, c * nt, (c + 1) * nt),
                    token_rows.slice(1, (c0 + c) * shard, (c0 + c + 1) * shard));
   }
+  return rows;
+}
+
+Tile TransposeTokenRows(NeuronCore& core, const FrontEndConfig& cfg, const std::string& name,
+                        const Tile& rows, int64_t nt, int64_t nc) {
+  const int64_t np = cfg.partitions, h1s = cfg.shard_subtiles(), k_total = nc * h1s;
+  const DType dtype = rows.dtype();
   Tile x = core.AllocateSbuf(name, {np, nt, nc, h1s}, dtype);
   const HardwareProfile& prof = core.profile();
   const int64_t bank_elements =
@@ -39,6 +43,13 @@ Tile LoadPartitionMajorByTranspose(NeuronCore& core, const FrontEndConfig& cfg,
     nisa::tensor_copy(dst, bank.slice(1, 0, g), turn % 2 == 0 ? Engine::kVector : Engine::kScalar);
   }
   return x;
+}
+
+Tile LoadPartitionMajorByTranspose(NeuronCore& core, const FrontEndConfig& cfg,
+                                   const std::string& name, const TensorView& src, int64_t t0,
+                                   int64_t t1, int64_t c0, int64_t c1) {
+  const Tile rows = LoadTokenRows(core, cfg, name, src, t0, t1, c0, c1);
+  return TransposeTokenRows(core, cfg, name, rows, t1 - t0, c1 - c0);
 }
 
 }  // namespace nkisim::kernels

@@ -23,8 +23,18 @@
 
 namespace nkisim::kernels {
 
-// Returns [P, t1 - t0, c1 - c0, H1s] in src's dtype: tokens [t0, t1) and H shards [c0, c1) of
-// src [B, S, H] (B*S = cfg.tokens). REQUIRES: not MX; (c1 - c0) * (t1 - t0) <= P.
+// Step 1: [(c1 - c0) (t1 - t0), H / L] in src's dtype, partition (c - c0) T + t holding shard c
+// of token t0 + t, for tokens [t0, t1) and H shards [c0, c1) of src [B, S, H] (B*S =
+// cfg.tokens). REQUIRES: (c1 - c0) * (t1 - t0) <= P.
+Tile LoadTokenRows(NeuronCore& core, const FrontEndConfig& cfg, const std::string& name,
+                   const TensorView& src, int64_t t0, int64_t t1, int64_t c0, int64_t c1);
+
+// Steps 2 and 3: rows from LoadTokenRows (tokens T = nt, shards nc) as [P, nt, nc, H1s].
+// REQUIRES: not MX.
+Tile TransposeTokenRows(NeuronCore& core, const FrontEndConfig& cfg, const std::string& name,
+                        const Tile& rows, int64_t nt, int64_t nc);
+
+// Both: [P, t1 - t0, c1 - c0, H1s] in src's dtype.
 Tile LoadPartitionMajorByTranspose(NeuronCore& core, const FrontEndConfig& cfg,
                                    const std::string& name, const TensorView& src, int64_t t0,
                                    int64_t t1, int64_t c0, int64_t c1);
