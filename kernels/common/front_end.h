@@ -30,8 +30,9 @@ struct FrontEndConfig {
   int64_t bank_cols = 512;      // profile pe_max_moving_free: one PSUM bank of fp32
   bool mx_interleaved = false;  // MX: the input's columns are read in MX_INTERLEAVED order
   // TKG, for a kernel whose front end is on its critical path (the MLP: its fp8 weights stream in
-  // not much more time than the front end takes): the input and residual loads are cut over half
-  // the DMA queues, and RMSNorm multiplies by gamma (GpSimd) while the statistics are computed,
+  // not much more time than the front end takes): the input and residual are loaded as whole rows
+  // and transposed on the PE (kernels/common/transposed_load.h: the direct load of the layout is
+  // one DMA descriptor per 32 B run), and RMSNorm multiplies by gamma (GpSimd) while the statistics are computed,
   // then by 1 / rms per H shard, the shard the other core needs first (tkg_prologue.cc). Off for
   // QKV, whose measured numbers are of the plain order.
   bool short_tkg_front_end = false;

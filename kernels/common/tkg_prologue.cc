@@ -1,6 +1,7 @@
 #include "kernels/common/tkg_prologue.h"
 
 #include "kernels/common/tiling.h"
+#include "kernels/common/transposed_load.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -48,12 +49,40 @@ struct Slab {
 Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& p, const Slab& slab, int s,
                 bool split, const TensorView& fused_hidden) {
   const TensorView view = slab.Of(p.input, cfg);
-  auto load = [&](const Tile& dst, const TensorView& src) { DmaInPieces(dst, src, 1); };
-  Tile x = core.AllocateSbuf("hidden", view.shape(), cfg.io_dtype);
-  load(x, view);
+  // The MLP's front end loads whole rows and transposes on the PE (kernels/common/transposed_load.h).
+  const bool by_transpose = cfg.short_tkg_front_end && !cfg.mx() &&
+                            (slab.c1 - slab.c0) * (slab.t1 - slab.t0) <= cfg.partitions;
+  auto load = [&](const std::string& name, const TensorView& tensor) {
+    if (by_transpose) {
+      return LoadPartitionMajorByTranspose(core, cfg, name, tensor, slab.t0, slab.t1, slab.c0,
+                                           slab.c1);
+    }
+    Tile t = core.AllocateSbuf(name, view.shape(), cfg.io_dtype);
+    DmaInPieces(t, slab.Of(tensor, cfg), 1);
+    return t;
+  };
+  if (by_transpose && p.residual_add() && !p.residual2.valid()) {
+    // The MLP's one residual: added on the rows (one rounding, as below), fused_hidden stored
+    // from them in whole rows (from the transposed layout each run is H1s elements, one DMA
+    // descriptor), and the sum alone transposed.
+    const int64_t nt = slab.t1 - slab.t0, nc = slab.c1 - slab.c0, shard = cfg.h / cfg.lnc;
+    Tile xr = LoadTokenRows(core, cfg, "hidden", p.input, slab.t0, slab.t1, slab.c0, slab.c1);
+    const Tile rr =
+        LoadTokenRows(core, cfg, "residual", p.residual, slab.t0, slab.t1, slab.c0, slab.c1);
+    nisa::tensor_tensor(xr, xr, rr, AluOp::kAdd);
+    if (fused_hidden.valid()) {
+      const int64_t k0 = split ? slab.c0 : s, k1 = split ? slab.c1 : s + 1;
+      const TensorView rows = fused_hidden.reshape({cfg.tokens, cfg.h}).slice(0, slab.t0, slab.t1);
+      for (int64_t k = k0; k < k1; ++k) {
+        nisa::dma_copy(rows.slice(1, k * shard, (k + 1) * shard),
+                       xr.slice(0, (k - slab.c0) * nt, (k - slab.c0 + 1) * nt));
+      }
+    }
+    return TransposeTokenRows(core, cfg, "hidden", xr, nt, nc);
+  }
+  Tile x = load("hidden", p.input);
   if (!p.residual_add()) return x;
-  Tile r = core.AllocateSbuf("residual", view.shape(), cfg.io_dtype);
-  load(r, slab.Of(p.residual, cfg));
+  Tile r = load("residual", p.residual);
   if (p.residual2.valid()) {
     Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
     nisa::tensor_tensor(sum, x, r, AluOp::kAdd);

@@ -15,7 +15,8 @@
 //      as a matmul with an all-ones stationary, which also broadcasts the total to every partition;
 //   4. with L = 2 and B*S above the split threshold each core normalises half the tokens and the
 //      halves of the other core's H shard are swapped with sendrecv (qkv_tkg.py:660-744).
-// With FrontEndConfig::short_tkg_front_end (the MLP) the loads go over half the DMA queues and
+// With FrontEndConfig::short_tkg_front_end (the MLP) the loads are whole rows transposed on the PE
+// (kernels/common/transposed_load.h) and
 // RMSNorm applies gamma beside the statistics, then 1 / rms per shard, the peer's first (the
 // same values up to the order of two fp32 multiplies).
 #pragma once

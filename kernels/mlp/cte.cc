@@ -6,7 +6,10 @@
 //   gate / up: per 128-row chunk of I, weights stationary [128 H rows, 128 I], x_t moving
 //     [128 H rows, block tokens] -> [I rows, 512 tokens] in one bank; all H subtiles of gate, then
 //     of up, so one bank each suffices: act(gate) runs on Scalar while up accumulates, act * up on
-//     Vector while the next chunk's gate does; h^T [I rows, I chunks, block tokens];
+//     Vector while the next chunk's gate does; h^T [I rows, I chunks, block tokens]. The weights
+//     stream in groups of up to 4 I chunks (512 columns of each row: 1 KiB runs in bf16, where a
+//     128-column chunk's 256 B runs made the DMA engines, not the PE, the bound), resident in the
+//     ring while the PE takes the group's chunks one by one;
 //   down: per 512-column bank of H and I chunk, one moving weight chunk [128 I rows, 512] is used
 //     by the block's four tiles (stationary h^T [128 I rows, 128 tokens]) into four banks, so
 //     down_w streams once per block; each tile's bank is evicted (+ down bias) and stored.
@@ -45,6 +48,9 @@ int64_t BlockTiles(const MlpConfig& cfg) {
   return tiles;
 }
 
+// I chunks of 128 columns a gate / up group takes at most: 4 (runs of 1 KiB a row in bf16).
+constexpr int64_t kMaxGateUpGroup = 4;
+
 class CteProgram {
  public:
   CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
@@ -58,8 +64,16 @@ class CteProgram {
   void Load(const Block& b);
   void Prepare(const Block& b);
   void Transpose(const Block& b);
-  void GateUp(const Block& b, const Block* next);
-  void Accumulate(const Tile& acc, const Block& b, int64_t c);
+  // gate / up of block k's I chunks, a group at a time (see GateUpGroup).
+  void GateUp(size_t k, const Block* next);
+  // acc = the products of I chunk c over the stream's chunks [first, first + count) (all H
+  // subtiles of one weight, the group's columns: c's are [col, col + rows)).
+  // release: each chunk is released once read (a group of one I chunk, whose chunks need not all
+  // be resident at once).
+  void Accumulate(const Tile& acc, const Block& b, int64_t c, int64_t first, int64_t count,
+                  int64_t col, bool release);
+  // Builds one block's chunk list with gate / up groups of `group` I chunks.
+  void BuildChunks(int64_t group);
   void Down(const Block& b);
 
   NeuronCore& core_;
@@ -76,6 +90,15 @@ class CteProgram {
   Tile acc_gate_, acc_up_;          // [P, block tokens] PSUM
   std::vector<Tile> acc_down_;      // per tile of a block: [P, bank] PSUM
   std::vector<Tile> out_;           // per tile of a block: [P, bank] I/O dtype
+  // Gate / up stream as groups of I chunks: the chunks hold all of the group's columns of a weight's
+  // rows (runs of group x 256 B a row in bf16, where one 128-column chunk's were 256 B: the DMA
+  // engines then spent more time on descriptors than the PE on its matmuls), and stay resident
+  // while the PE takes the group's I chunks one by one.
+  struct GateUpGroup {
+    int64_t c0, c1;                   // I chunks [c0, c1)
+    int64_t first, gate_chunks, up_chunks;  // stream chunks (of a block): gate's, then up's
+  };
+  std::vector<GateUpGroup> groups_;
   std::vector<TensorView> chunks_;  // one block's weight chunks, in consumption order
   int64_t per_block_ = 0;           // chunks per block
   std::unique_ptr<WeightStream> stream_;
@@ -112,32 +135,62 @@ void CteProgram::Transpose(const Block& b) {
   }
 }
 
-// acc[:rows_c, :tokens] = sum over H subtiles j of W[:, j, chunk c]^T x_t[:, j, :], the next
-// chunks of the stream.
-void CteProgram::Accumulate(const Tile& acc, const Block& b, int64_t c) {
-  const int64_t subtiles = cfg_.h / cfg_.partitions, rows = cfg_.i_rows(c);
+// acc[:rows_c, :tokens] = sum over H subtiles j of W[:, j, chunk c]^T x_t[:, j, :].
+void CteProgram::Accumulate(const Tile& acc, const Block& b, int64_t c, int64_t first,
+                            int64_t count, int64_t col, bool release) {
+  const int64_t rows = cfg_.i_rows(c);
   const Tile dst = acc.slice(0, 0, rows).slice(1, 0, b.rows);
-  for (int64_t j = 0; j < subtiles; stream_->PopFront()) {
-    const Tile w = stream_->Front();
+  int64_t j = 0;
+  for (int64_t k = first; k < first + count; ++k) {
+    const Tile w = stream_->Get(k);
     for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
-      nisa::nc_matmul(dst, w.select(1, jj), x_t_.select(1, j).slice(1, 0, b.rows),
-                      {.accumulate = j > 0});
+      nisa::nc_matmul(dst, w.select(1, jj).slice(1, col, col + rows),
+                      x_t_.select(1, j).slice(1, 0, b.rows), {.accumulate = j > 0});
     }
+    if (release) stream_->PopFront();
   }
 }
 
-void CteProgram::GateUp(const Block& b, const Block* next) {
-  for (int64_t c = 0; c < cfg_.i_chunks(); ++c) {
-    const int64_t rows = cfg_.i_rows(c);
-    Accumulate(acc_gate_, b, c);
-    Accumulate(acc_up_, b, c);
-    gate_up_->Apply(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows),
-                    acc_gate_.slice(0, 0, rows).slice(1, 0, b.rows),
-                    acc_up_.slice(0, 0, rows).slice(1, 0, b.rows), c);
-    // The next block's residual add and norm go on Scalar / Vector after this block's first
-    // activation, so they run under this block's matmuls.
-    if (c == 0 && next != nullptr) Prepare(*next);
+void CteProgram::GateUp(size_t k, const Block* next) {
+  const Block& b = blocks_[k];
+  const int64_t np = cfg_.partitions;
+  for (const GateUpGroup& g : groups_) {
+    const int64_t base = static_cast<int64_t>(k) * per_block_ + g.first;
+    const bool single = g.c1 - g.c0 == 1;  // each chunk read once: released as it is done
+    for (int64_t c = g.c0; c < g.c1; ++c) {
+      const int64_t rows = cfg_.i_rows(c), col = (c - g.c0) * np;
+      Accumulate(acc_gate_, b, c, base, g.gate_chunks, col, single);
+      Accumulate(acc_up_, b, c, base + g.gate_chunks, g.up_chunks, col, single);
+      gate_up_->Apply(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows),
+                      acc_gate_.slice(0, 0, rows).slice(1, 0, b.rows),
+                      acc_up_.slice(0, 0, rows).slice(1, 0, b.rows), c);
+      // The next block's residual add and norm go on Scalar / Vector after this block's first
+      // activation, so they run under this block's matmuls.
+      if (c == 0 && next != nullptr) Prepare(*next);
+    }
+    for (int64_t n = 0; !single && n < g.gate_chunks + g.up_chunks; ++n) stream_->PopFront();
   }
+}
+
+void CteProgram::BuildChunks(int64_t group) {
+  const int64_t np = cfg_.partitions;
+  chunks_.clear();
+  groups_.clear();
+  const TensorView g = p_.gate_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
+  const TensorView u = p_.up_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
+  for (int64_t c0 = 0; c0 < cfg_.i_chunks(); c0 += group) {
+    const int64_t c1 = std::min(cfg_.i_chunks(), c0 + group);
+    const int64_t first = static_cast<int64_t>(chunks_.size());
+    AppendGateUpChunks(g, c0 * np, std::min(cfg_.i, c1 * np), cfg_, core_.profile(), &chunks_);
+    const int64_t gate = static_cast<int64_t>(chunks_.size()) - first;
+    AppendGateUpChunks(u, c0 * np, std::min(cfg_.i, c1 * np), cfg_, core_.profile(), &chunks_);
+    groups_.push_back({c0, c1, first, gate, static_cast<int64_t>(chunks_.size()) - first - gate});
+  }
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+                     &chunks_);
+  }
+  per_block_ = static_cast<int64_t>(chunks_.size());
 }
 
 void CteProgram::Down(const Block& b) {
@@ -184,34 +237,32 @@ void CteProgram::Run() {
   gate_up_ = std::make_unique<kernels::GateUp>(core_, cfg_, p_, tokens);
   down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, np);
 
-  // One block's chunks: gate and up of each I chunk, then down bank by bank.
-  const TensorView g = p_.gate_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
-  const TensorView u = p_.up_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
-  for (int64_t c = 0; c < cfg_.i_chunks(); ++c) {
-    const int64_t c0 = c * np, c1 = c0 + cfg_.i_rows(c);
-    AppendGateUpChunks(g, c0, c1, cfg_, core_.profile(), &chunks_);
-    AppendGateUpChunks(u, c0, c1, cfg_, core_.profile(), &chunks_);
+  // One block's chunks: gate and up a group of I chunks at a time (the widest group, up to 4, whose
+  // chunks fit the ring one and a half times over, so the next group streams in while the PE
+  // takes this one), then down bank by bank.
+  const DType wdt = cfg_.matmul_weight_dtype();
+  int64_t slot = 0, n = 0, slots = 0;
+  for (int64_t group = kMaxGateUpGroup;; group /= 2) {
+    BuildChunks(group);
+    slot = LargestChunkElements(chunks_);
+    n = per_block_ * static_cast<int64_t>(blocks_.size());
+    slots = StreamSlots(core_, slot, wdt, n);
+    int64_t most = 0;
+    for (const GateUpGroup& g : groups_) most = std::max(most, g.gate_chunks + g.up_chunks);
+    if (group == 1 || slots * 2 >= most * 3) break;
   }
-  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
-    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
-                     &chunks_);
-  }
-  per_block_ = static_cast<int64_t>(chunks_.size());
+  stream_ = std::make_unique<WeightStream>(
+      core_, slot, wdt, n, slots,
+      [this](int64_t k) { return chunks_[static_cast<size_t>(k % per_block_)]; });
 
   Load(blocks_[0]);  // the first rows go ahead of the weights on the HBM port
-  const DType wdt = cfg_.matmul_weight_dtype();
-  const int64_t slot = LargestChunkElements(chunks_);
-  const int64_t n = per_block_ * static_cast<int64_t>(blocks_.size());
-  stream_ = std::make_unique<WeightStream>(
-      core_, slot, wdt, n, StreamSlots(core_, slot, wdt, n),
-      [this](int64_t k) { return chunks_[static_cast<size_t>(k % per_block_)]; });
   stream_->Start();
   Prepare(blocks_[0]);
   Transpose(blocks_[0]);
   for (size_t k = 0; k < blocks_.size(); ++k) {
     const Block* next = k + 1 < blocks_.size() ? &blocks_[k + 1] : nullptr;
     if (next != nullptr) Load(*next);  // waits for this block's transposes to read the rows
-    GateUp(blocks_[k], next);
+    GateUp(k, next);
     Down(blocks_[k]);
     if (next != nullptr) Transpose(*next);
   }

@@ -97,7 +97,8 @@ TEST(MlpLncTest, OneAndTwoCoresAgreeWithinTolerance) {
 }
 
 TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
-  // I = 896: 7 chunks of 128 in blocks of 4 and 3 (one exchange each); B*S 8: no split norm.
+  // I = 896: 7 chunks of 128, one block (7 x B*S 8 fp32 columns fit one PSUM bank, so the weights
+  // stream as whole rows and there is one exchange); B*S 8: no split norm.
   const MlpRun tkg = RunCase(Tkg("tkg", 8, 4096, 896));
   int64_t sends = 0, bytes = 0;
   for (const InstructionRecord& r : tkg.lnc->core(0).timeline().records()) {
@@ -106,7 +107,7 @@ TEST(MlpLncTest, TkgExchangesOnlyTheGateUpPartialsCteNothing) {
       bytes += r.bytes;
     }
   }
-  EXPECT_EQ(sends, 2);
+  EXPECT_EQ(sends, 1);
   EXPECT_EQ(bytes, 2 * 896 / 128 * 128 * 8 * 4) << "fp32 gate and up partials [I, B*S]";
   const MlpRun cte = RunCase(Cte("cte", 256, 4096, 448));
   for (int c = 0; c < 2; ++c) {
@@ -142,14 +143,17 @@ TEST(MlpRooflineTest, TkgWithinOneQuarterOfTheStreamFloor) {
   }
 }
 
-// fp8 decode at H 4096, I 896 moves 16 us of HBM, so the front end before the first matmul, the
-// last block's exchange and the last store show: within 1.25x of the target the CLI prints
-// (STATIC: the stream floor; ROW: the engine floor, the PE's 13.7 us, since its bf16 x_hat has no
-// double-row). ROW is held to 1.27x: with the compute engines' per-instruction costs
-// (docs/engine-costs.md) its engine floor fell from 18.4 to 13.7 us (no 60-cycle access overhead a
-// matmul) while its cold PE's ramp and the dependent overheads of its small tail instructions
-// stayed, so it went from 1.21x to 1.26x its (lower) target; STATIC is 1.16x.
-TEST(MlpRooflineTest, TkgFp8WithinOneQuarterOfTheTarget) {
+// fp8 decode at H 4096, I 896 moves 16 us of HBM, so the fixed costs around the stream show: the
+// front end before the first matmul, the last gate / up exchange before the down products, and
+// the last stores (B*S 32 rows: 4 of the 16 DMA engines). The target is what the CLI prints (the
+// stream floor for both here: ROW's engine floor, the PE's 13.7 - 15.6 us, is below it).
+// Bars re-set for the 16-engine DMA model (docs/dma.md, docs/mlp.md "Performance"): under the
+// one-queue model STATIC was 1.16x and ROW 1.26x their targets (bars 1.25 / 1.27); the new model
+// made them 2.60x and 2.88x (the permuted hidden load: 256 descriptors an engine; 512-column
+// weight slices: 512 B runs; the exchange queued behind the whole down stream); rescheduled
+// (whole-row weight chunks, the hidden loaded as rows and PE-transposed, down's ring issued after
+// the exchange) they are 1.44x and 1.69x. Held to 1.50x and 1.75x.
+TEST(MlpRooflineTest, TkgFp8WithinItsBarOfTheTarget) {
   ScopedSimMode timing(SimMode::kTimingOnly);
   for (const MlpTestCase& c :
        {Tkg("t32_static", 32, 4096, 896, 2, kBf16, QuantizationType::kStatic),
@@ -159,7 +163,7 @@ TEST(MlpRooflineTest, TkgFp8WithinOneQuarterOfTheTarget) {
     std::cout << "    " << c.name << ": " << run.sim_ns << " ns = " << run.sim_ns / r.target_ns()
               << "x the target (stream floor " << r.stream_floor_ns << " ns, engine floor "
               << r.engine_floor_ns << " ns)\n";
-    EXPECT_LE(run.sim_ns, (c.name == std::string("t32_row") ? 1.27 : 1.25) * r.target_ns())
+    EXPECT_LE(run.sim_ns, (c.name == std::string("t32_row") ? 1.75 : 1.50) * r.target_ns())
         << c.name;
   }
 }
