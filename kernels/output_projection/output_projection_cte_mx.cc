@@ -544,7 +544,12 @@ void OutputProjectionCteMxKernel(const KernelContext& ctx, const OutputProjectio
     LoadWeights(core, plan, p, 1, block.pieces.size(), block);
     return next;
   };
-  EvictionEngines engines(Engine::kScalar, Engine::kScalar);
+  // Evictions on Scalar while Vector quantizes each row tile (quantize_mx: MX, ROW_MX); STATIC_MX
+  // quantizes with one Vector multiply, so its evictions alternate Scalar and Vector (2.17x ->
+  // 2.09x its PE bound at S 4096, H 4096; MX alternating: 1.93x -> 1.99x).
+  const Engine second =
+      plan.quant == QuantizationType::kStaticMx ? Engine::kVector : Engine::kScalar;
+  EvictionEngines engines(Engine::kScalar, second);
   Loaded next = load(0, nullptr);
   for (size_t i = 0; i < steps; ++i) {
     Loaded current = std::move(next);

@@ -50,11 +50,11 @@ class MustShowTest : public ::testing::TestWithParam<OprojTestCase> {};
 // the [P, rows, 4] quad layout, one 2-byte descriptor per element under the DMA engine model:
 // 85.1x (MX) and 85.1x (STATIC_MX) of the PE bound. Loaded as they lie and interleaved by
 // compute copies they take 1.93x (MX: quantize_mx and the copies on Vector, evictions on Scalar)
-// and 2.17x (STATIC_MX: every eviction's scalar_tensor_tensor on Scalar, 0.85 us each, 109 us of
-// the 118 us). Before the engine model both were within 1.25x.
+// and 2.09x (STATIC_MX: the evictions' scalar_tensor_tensor, 0.85 us each on Scalar, alternate
+// Scalar and Vector; 2.17x all on Scalar). Before the engine model both were within 1.25x.
 double BarFor(const OprojTestCase& c) {
   if (std::string(c.name) == "mx_prefill_s4096_n8_h4096") return 2.05;
-  if (std::string(c.name) == "static_mx_prefill_s4096_n8_h4096") return 2.3;
+  if (std::string(c.name) == "static_mx_prefill_s4096_n8_h4096") return 2.2;
   return 1.25;
 }
 
