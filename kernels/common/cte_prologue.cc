@@ -37,7 +37,6 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
 CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in,
                          int buffers)
     : cfg_(cfg), in_(in), r0_(buffers, 0), n_(buffers, 0) {
-  mx_direct_ = QuantizeOnly(cfg, in);
   const int64_t np = cfg.partitions, h1 = cfg.h / np;
   const int64_t chunk = std::min(cfg.h, kColumnChunk);
   for (int i = 0; i < buffers; ++i) {
@@ -94,28 +93,9 @@ CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const Fron
   }
 }
 
-TensorView CtePrologue::MxQuadView(int64_t r0, int64_t n) const {
-  const int64_t np = cfg_.partitions, chunks = cfg_.mx_chunks();
-  const TensorView rows = in_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
-  if (!cfg_.mx_interleaved_input()) {  // column 4 (c P + p) + v
-    return rows.reshape({n, chunks, np, 4}).permute({2, 1, 0, 3});
-  }
-  // column (v / 2) H / 2 + 2 (c P + p) + v % 2: [n, 2, chunks, P, 2] -> [P, chunks, n, 2, 2]
-  return rows.reshape({n, 2, chunks, np, 2}).permute({3, 2, 0, 1, 4});
-}
-
 void CtePrologue::Load(int slot, int64_t r0, int64_t n) {
   r0_[slot] = r0;
   n_[slot] = n;
-  if (mx_direct_) {
-    const int64_t chunks = cfg_.mx_chunks(), np = cfg_.partitions;
-    if (cfg_.mx_interleaved_input()) {
-      DmaInPieces(rows_[slot].reshape({chunks, np, 2, 2}).slice(2, 0, n), MxQuadView(r0, n), 1);
-    } else {
-      DmaInPieces(rows_[slot].reshape({chunks, np, 4}).slice(2, 0, n), MxQuadView(r0, n), 1);
-    }
-    return;
-  }
   const TensorView rows = in_.input.reshape({cfg_.tokens, cfg_.h}).slice(0, r0, r0 + n);
   DmaInPieces(rows_[slot].slice(0, 0, n), rows, 1);
 }
@@ -203,15 +183,6 @@ int64_t CtePrologue::MxColumn(int64_t j) const {
 }
 
 void CtePrologue::TransposeMx(int slot, const Tile& x4_t, const Tile& xs_t) {
-  if (mx_direct_) {
-    const int64_t n = n_[slot];
-    const Tile quads = rows_[slot].reshape({cfg_.mx_chunks(), cfg_.partitions, 4});
-    for (int64_t c = 0; c < cfg_.mx_chunks(); ++c) {
-      nisa::quantize_mx(x4_t.select(1, c).slice(1, 0, n), quads.select(1, c).slice(1, 0, n),
-                        xs_t.select(1, c).slice(1, 0, n));
-    }
-    return;
-  }
   const Tile x = rows_[slot].slice(0, 0, n_[slot]);
   const int64_t n = x.partitions(), np = cfg_.partitions, h1 = cfg_.h / np, step = MxStride();
   for (int64_t j0 = 0; j0 < h1; j0 += group_) {

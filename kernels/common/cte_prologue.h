@@ -42,18 +42,13 @@ class CtePrologue {
   // normalised rows go to a bf16 staging tile [P, chunks, n, 4] (value j of partition p in chunk c
   // is the row the packed weights hold there: 4 (c P + p) + j, or its MX_INTERLEAVED source),
   // then nisa::quantize_mx writes x4_t [P, H / 4P, >= n] and its scales xs_t (same shape, uint8).
-  // Without a norm and a fused add (the reference's DMA-transpose input load, qkv_cte.py: gen3+,
-  // NO_NORM, no fused add, 2-byte input) Load already brings the rows in that quad layout, and
-  // TransposeMx only quantizes: no PE transposes.
+  // Every MX front end transposes on the PE, with or without a norm: the reference's
+  // DMA-transposed input load (qkv_cte.py: gen3+, NO_NORM) as a dma_copy of the quad view moves
+  // one 8-byte descriptor per 4 values (docs/dma.md), 11-35x the kernel's bound on trn3.
   void TransposeMx(int slot, const Tile& x4_t, const Tile& xs_t);
 
   // The dtype Transpose writes into x_t.
   DType transposed_dtype() const { return cfg_.matmul_input_dtype(); }
-  // True when TransposeMx only quantizes (no PE work): MX with neither norm nor fused add.
-  static bool QuantizeOnly(const FrontEndConfig& cfg, const FrontEndInputs& in) {
-    return cfg.mx() && cfg.norm == NormType::kNoNorm && !in.residual_add();
-  }
-  bool quantize_only() const { return mx_direct_; }
 
  private:
   void ResidualAdd(const Tile& x, int64_t r0);
@@ -62,10 +57,6 @@ class CtePrologue {
   // MX: the first column of H and the column step of subtile j = 4 c + value.
   int64_t MxColumn(int64_t j) const;
   int64_t MxStride() const { return cfg_.mx_interleaved_input() ? 2 : 4; }
-  // The DMA-transposed load's HBM view of rows [r0, r0 + n): [P, chunks, n, 4], element
-  // (p, c, r, v) the input at row r0 + r, column MxColumn(4 c + v) + MxStride() * p.
-  TensorView MxQuadView(int64_t r0, int64_t n) const;
-  bool mx_direct_ = false;  // MX with neither norm nor fused add: the quads come by DMA
   TensorView fused_hidden_;  // or invalid: no store
 
   FrontEndConfig cfg_;

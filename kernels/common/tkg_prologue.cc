@@ -1,5 +1,8 @@
 #include "kernels/common/tkg_prologue.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/common/tiling.h"
 #include "kernels/common/transposed_load.h"
 #include "runtime/nisa/nisa.h"
@@ -43,6 +46,61 @@ struct Slab {
   }
 };
 
+// MX: the slab of `t` into dst [P', Tn, Lc, Q, 4] without the element-permuted view (one 8-byte
+// descriptor per x4 element, docs/dma.md). Each token's Lc x Q rows of 4P' values are contiguous
+// in HBM: they load with a row a partition (tokens side by side, up to 128 rows a staging tile;
+// one DMA a tile when the slab holds every chunk, so the rows of consecutive tokens are one
+// run, else one a token), every tile's loads issued before the first transpose. The PE then
+// transposes each staging tile into H-major order, one transpose per value j of the x4
+// elements (the columns 4p + j), and one copy moves the PSUM result into dst.
+void LoadMxRows(NeuronCore& core, const FrontEndConfig& cfg, const Tile& dst, const TensorView& t,
+                const Slab& slab) {
+  const int64_t np = cfg.mx_tkg_partitions(), q = cfg.mx_tkg_chunks(), lc = slab.c1 - slab.c0;
+  const int64_t rows = lc * q, group = std::max<int64_t>(1, cfg.partitions / rows);
+  const int64_t tokens = t.numel() / cfg.h;  // a [B, S, H] tensor, or 1 for a [1, H] row
+  const TensorView src = t.reshape({tokens, cfg.lnc * q, 4 * np});
+  const bool whole = lc == cfg.lnc;  // a token's rows follow the previous token's
+  std::vector<Tile> stages;
+  for (int64_t t0 = slab.t0; t0 < slab.t1; t0 += group) {
+    const int64_t g = std::min(group, slab.t1 - t0);
+    stages.push_back(core.AllocateSbuf("mx_rows", {g * rows, 4 * np}, dst.dtype()));
+    if (whole) {
+      nisa::dma_copy(stages.back(),
+                     t.reshape({tokens * cfg.lnc * q, 4 * np}).slice(0, t0 * rows, (t0 + g) * rows));
+      continue;
+    }
+    for (int64_t tt = 0; tt < g; ++tt) {
+      nisa::dma_copy(stages.back().slice(0, tt * rows, (tt + 1) * rows),
+                     src.select(0, t0 + tt).slice(0, slab.c0 * q, slab.c1 * q));
+    }
+  }
+  Tile psum[2] = {core.AllocatePsum("mx_rows_t", {np, group * rows, 4}, dst.dtype()),
+                  core.AllocatePsum("mx_rows_t", {np, group * rows, 4}, dst.dtype())};
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int64_t t0 = slab.t0 + static_cast<int64_t>(i) * group, n = stages[i].partitions();
+    const Tile out = psum[i % 2].slice(1, 0, n);
+    for (int64_t j = 0; j < 4; ++j) {
+      nisa::nc_transpose(out.select(2, j), stages[i].slice(1, j, j + 4 * (np - 1) + 1, 4),
+                         Engine::kPE);
+    }
+    nisa::tensor_copy(dst.slice(1, t0 - slab.t0, t0 - slab.t0 + n / rows),
+                      out.reshape({n / rows, lc, q, 4}));
+  }
+}
+
+// A [1, H] row as [P, L, H1s], or for MX [P', L, Q, 4] (PartitionMajorRow), in its own dtype.
+Tile LoadRow(NeuronCore& core, const FrontEndConfig& cfg, const char* name, const TensorView& row) {
+  const TensorView view = PartitionMajorRow(row, cfg);
+  Tile t = core.AllocateSbuf(name, view.shape(), row.dtype());
+  if (cfg.mx()) {
+    LoadMxRows(core, cfg, t.reshape({1, cfg.lnc, cfg.mx_tkg_chunks(), 4}), row,
+               Slab{0, 1, 0, cfg.lnc});
+  } else {
+    nisa::dma_copy(t, view);
+  }
+  return t;
+}
+
 // Loads the slab in the input dtype (a casting DMA would move the wider dtype's bytes), adds the
 // residuals in fp32 with one rounding into the input dtype, and stores this core's part of
 // fused_hidden: chunk s of every token, or every chunk of its tokens when the norm splits them.
@@ -58,7 +116,11 @@ Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInput
                                            slab.c1);
     }
     Tile t = core.AllocateSbuf(name, view.shape(), cfg.io_dtype);
-    DmaInPieces(t, slab.Of(tensor, cfg), 1);
+    if (cfg.mx()) {
+      LoadMxRows(core, cfg, t, tensor, slab);  // contiguous rows, PE-transposed
+    } else {
+      DmaInPieces(t, slab.Of(tensor, cfg), 1);
+    }
     return t;
   };
   if (by_transpose && p.residual_add() && !p.residual2.valid()) {
@@ -86,7 +148,7 @@ Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInput
   if (p.residual2.valid()) {
     Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
     nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
-    DmaInPieces(r, slab.Of(p.residual2, cfg), 1);
+    load(r, p.residual2);
     nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
   } else {  // one residual (the MLP's): one add
     nisa::tensor_tensor(x, x, r, AluOp::kAdd);
@@ -152,9 +214,7 @@ Tile Normalize(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs
   ReciprocalStd(rstd, sum_over_h(tmp), static_cast<float>(1.0 / divisor), sum_over_h.eps());
   nisa::tensor_tensor(tmp, centered, PerToken(rstd, f), AluOp::kMultiply);
 
-  const TensorView gamma_view = PartitionMajorRow(p.gamma, cfg);
-  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), p.gamma.dtype());
-  nisa::dma_copy(gamma, gamma_view);
+  const Tile gamma = LoadRow(core, cfg, "gamma", p.gamma);
   Tile normed = core.AllocateSbuf("normed", x.shape(), cfg.compute_dtype);
   const Tile out = normed.reshape({nt, f});
   const Tile g = gamma.reshape({1, f}).broadcast(1, nt);
@@ -162,9 +222,7 @@ Tile Normalize(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs
     nisa::tensor_tensor(out, tmp, g, AluOp::kMultiply);
     return normed;
   }
-  const TensorView beta_view = PartitionMajorRow(p.beta, cfg);
-  Tile beta = core.AllocateSbuf("beta", beta_view.shape(), p.beta.dtype());
-  nisa::dma_copy(beta, beta_view);
+  const Tile beta = LoadRow(core, cfg, "beta", p.beta);
   nisa::tensor_tensor(tmp, tmp, g, AluOp::kMultiply);
   nisa::tensor_tensor(out, tmp, beta.reshape({1, f}).broadcast(1, nt), AluOp::kAdd);
   return normed;
@@ -180,9 +238,7 @@ Tile ShortRmsNorm(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInp
   const int64_t np = x.partitions(), nt = x.free_shape()[0], f = cfg.h / np;
   const int64_t h1s = cfg.shard_subtiles();
   SumOverH sum_over_h(core, cfg, np, nt);
-  const TensorView gamma_view = PartitionMajorRow(in.gamma, cfg);
-  Tile gamma = core.AllocateSbuf("gamma", gamma_view.shape(), in.gamma.dtype());
-  nisa::dma_copy(gamma, gamma_view);
+  const Tile gamma = LoadRow(core, cfg, "gamma", in.gamma);
   Tile x_gamma = core.AllocateSbuf("x_gamma", {np, nt, cfg.lnc, h1s}, DType::kFloat32);
   nisa::tensor_tensor(x_gamma.reshape({nt, f}), x.reshape({nt, f}),
                       gamma.reshape({1, f}).broadcast(1, nt), AluOp::kMultiply, Engine::kGpSimd);

@@ -113,19 +113,28 @@ Plan MakePlan(const KernelContext& ctx, const OutputProjectionTkgParams& p, int6
 }
 
 // attention rows of `block` as [D', N', R] in the operand dtype: packed head n' takes heads
-// n'*g + j at partitions [j*D, (j+1)*D), one DMA each ([D, B, N, S] does not view as packed).
+// n'*g + j at partitions [j*D, (j+1)*D). [D, B, N, S] holds each d's (b, n, s) values as one
+// contiguous run, so each partition group j loads the block's rows of every head in one DMA
+// (a view of one head alone is one descriptor per S elements: 2 B at decode, which cost every
+// DMA engine 7 us a head; docs/dma.md), and a compute-engine copy a head picks its heads into
+// [D', N', B, S] order (casting to the load dtype).
 Tile LoadAttention(NeuronCore& core, const TensorView& attention, const Plan& plan,
                    const BatchRows& block) {
-  const int64_t d = attention.dim(0);
+  const int64_t d = attention.dim(0), n = attention.dim(2);
   const HeadPacking& pack = plan.pack;
   Tile raw = core.AllocateSbuf(
       "oproj_attention", {pack.head_dim, pack.heads, block.b.size, block.s.size}, plan.load_dtype);
-  for (int64_t n = 0; n < pack.heads; ++n) {
+  Tile stage = core.AllocateSbuf("oproj_attention_rows",
+                                 {pack.head_dim, block.b.size, n, block.s.size}, attention.dtype());
+  const TensorView rows =
+      attention.slice(1, block.b.begin, block.b.end()).slice(3, block.s.begin, block.s.end());
+  for (int64_t j = 0; j < pack.group; ++j) {
+    nisa::dma_copy(stage.slice(0, j * d, (j + 1) * d), rows);
+  }
+  for (int64_t h = 0; h < pack.heads; ++h) {
     for (int64_t j = 0; j < pack.group; ++j) {
-      nisa::dma_copy(raw.slice(0, j * d, (j + 1) * d).select(1, n),
-                     attention.select(2, n * pack.group + j)
-                         .slice(1, block.b.begin, block.b.end())
-                         .slice(2, block.s.begin, block.s.end()));
+      nisa::tensor_copy(raw.slice(0, j * d, (j + 1) * d).select(1, h),
+                        stage.slice(0, j * d, (j + 1) * d).select(2, h * pack.group + j));
     }
   }
   Tile flat = raw.reshape({pack.heads, block.rows()});

@@ -1,5 +1,7 @@
 #include "kernels/output_projection/row_layout.h"
 
+#include <vector>
+
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels::oproj {
@@ -54,10 +56,55 @@ RowBlock LoadRowBlock(NeuronCore& core, const RowBlockSource& s, const Tile& bia
   return block;
 }
 
+namespace {
+
+// ProjectRows when every (row tile, column subtile) accumulator fits PSUM at once: heads outer,
+// so each head's matmuls run as soon as its weights land (the head-major weight DMAs arrive one
+// after the other) instead of every column group waiting for the last head; one store a row tile.
+void ProjectRowsHeadsOuter(const PiecedTile& attention, const RowBlock& block,
+                           const TensorView& out_rows, bool double_row, EvictionEngines& engines,
+                           const std::vector<Range>& col_groups, const std::vector<Range>& row_groups) {
+  NeuronCore& core = CurrentCore();
+  std::vector<Tile> psum;
+  for (const Range& r : row_groups) {
+    for (const Range& cols : col_groups) psum.push_back(core.AllocatePsum("oproj_psum", {r.size, cols.size}));
+  }
+  for (int64_t n = 0; n < block.heads;) {
+    const int64_t count = double_row && n + 1 < block.heads ? 2 : 1;
+    size_t i = 0;
+    for (const Range& r : row_groups) {
+      for (const Range& cols : col_groups) {
+        nisa::nc_matmul(psum[i++], attention.Heads(r, n, count), block.weight.Heads(cols, n, count),
+                        {.accumulate = n > 0,
+                         .perf_mode = count == 2 ? nisa::PerfMode::kDoubleRow : nisa::PerfMode::kNone});
+      }
+    }
+    n += count;
+  }
+  size_t i = 0;
+  for (const Range& r : row_groups) {
+    Tile result = core.AllocateSbuf("oproj_result", {r.size, block.columns.size}, out_rows.dtype());
+    for (const Range& cols : col_groups) {
+      Evict(SliceLast(result, cols), psum[i++], block.epilogue.Cut(r.size, cols), engines.Next());
+    }
+    nisa::dma_copy(out_rows.slice(0, r.begin, r.end())
+                       .slice(1, block.columns.begin, block.columns.begin + block.columns.size),
+                   result);
+  }
+}
+
+}  // namespace
+
 void ProjectRows(const PiecedTile& attention, const RowBlock& block, const TensorView& out_rows,
                  bool double_row, EvictionEngines& engines) {
   NeuronCore& core = CurrentCore();
   const HardwareProfile& prof = core.profile();
+  const std::vector<Range> col_groups = Split(0, block.columns.size, prof.pe_max_moving_free());
+  const std::vector<Range> row_groups = Split(0, out_rows.dim(0), prof.pe_cols());
+  if (static_cast<int64_t>(col_groups.size() * row_groups.size()) <= prof.psum_banks()) {
+    ProjectRowsHeadsOuter(attention, block, out_rows, double_row, engines, col_groups, row_groups);
+    return;
+  }
   for (const Range& cols : Split(0, block.columns.size, prof.pe_max_moving_free())) {
     for (const Range& r : Split(0, out_rows.dim(0), prof.pe_cols())) {
       Tile psum = core.AllocatePsum("oproj_psum", {r.size, cols.size});

@@ -9,9 +9,7 @@
 // Loop order: tiles are grouped into blocks whose transposed inputs stay in SBUF; for each column
 // bank, the bank's weight slab (H / 128 subtiles) streams through a WeightStream ring and serves
 // every tile of the block, so the weights cross HBM once per block. Bank 0 of a block also runs
-// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). MX without
-// norm or fused add warms up: its first two banks run tile by tile (each arriving tile feeds two
-// banks, so the PE does not wait on the HBM port for the whole block's inputs behind bank 0). At eviction
+// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). At eviction
 // the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
 // first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
 #include <algorithm>
@@ -35,11 +33,9 @@ using nisa::AluOp;
 constexpr int64_t kCteFoldSeqPerCore = 640;  // S < 640 * LNC folds [B, S] into B * S rows
 constexpr int64_t kLookaheadChunks = 8;      // weight chunks prefetched past a bank's slab
 constexpr int kEvictionRing = 3;             // eviction buffers in flight
-// An MX front end that only quantizes keeps more: its stores queue behind the input loads and
-// weights on the DMA queues, and an eviction must not wait for the store of the one before last.
-constexpr int kMxEvictionRing = 8;
-constexpr int64_t kMxWarmBanks = 2;          // MX: banks run tile by tile at a block's start
-constexpr int64_t kMxRowBuffers = 8;         // MX: input row tiles in flight
+// MX: banks whose weight scales load together. One: two banks a group took SBUF from the blocks
+// and cost H 16384 a weight pass (1.75x -> 2.14x its floor).
+constexpr int64_t kMxScaleGroupBanks = 1;
 // A bank's store as four DMAs of a quarter of the rows on four queues: a quarter of the latency
 // (which matters for the last one), and the queues have room to spare in a PE-bound kernel.
 constexpr int64_t kStorePieces = 4;
@@ -76,15 +72,13 @@ struct CtePlan {
   int64_t h_chunks = 0;     // chunks per column bank
   int64_t block_tiles = 1;  // row tiles sharing one pass over the weights
   int64_t slots = 1;        // weight ring size
-  int64_t warm_banks = 1;   // banks of a block run tile by tile (their slabs resident together)
 };
 
-// Picks the widest column bank whose weight slabs (warm_banks of them resident together, plus
-// lookahead) fit next to at least two tiles' transposed inputs; failing that, one tile per block,
-// no warm-up, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each
+// Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two tiles'
+// transposed inputs; failing that, one tile per block, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each
 // tile of a block holds.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
-                int64_t dma_target, bool rope, int64_t warm_banks) {
+                int64_t dma_target, bool rope) {
   const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   const int64_t wbytes = static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   const int64_t unit = rope ? cfg.d : 1;
@@ -101,8 +95,7 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
   for (int64_t shift = 0; shift < 3 && tiles > 1; ++shift) {
     CtePlan plan = chunking(std::max(unit, (base >> shift) / unit * unit));
     const int64_t slot_bytes = plan.hc * plan.width * wbytes;
-    plan.warm_banks = warm_banks;
-    plan.slots = warm_banks * plan.h_chunks + std::min(plan.h_chunks, kLookaheadChunks);
+    plan.slots = plan.h_chunks + std::min(plan.h_chunks, kLookaheadChunks);
     const int64_t room = free_bytes - plan.slots * slot_bytes;
     if (room >= 2 * per_tile) {
       plan.block_tiles = std::min(tiles, room / per_tile);
@@ -112,21 +105,6 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
   CtePlan plan = chunking(base);
   plan.slots = std::max<int64_t>(1, (free_bytes - per_tile) / (plan.hc * plan.width * wbytes));
   return plan;
-}
-
-// The time an MX CTE plan needs at least, ns: the larger of its matmuls on the PE and its HBM
-// traffic (the weights once per block, the rows in, the outputs out), for `tiles` row tiles.
-double MxCteEstimateNs(const QkvConfig& cfg, const HardwareProfile& prof, const CtePlan& plan,
-                       int64_t tiles) {
-  const int64_t blocks = (tiles + plan.block_tiles - 1) / plan.block_tiles;
-  const int64_t banks = (cfg.i + plan.width - 1) / plan.width;
-  const double pe_ns =
-      static_cast<double>(tiles * banks * cfg.mx_chunks()) * MxMatmulNs(prof, plan.width);
-  const int64_t weight_bytes = cfg.h * cfg.i;  // x4 fp8: one byte per weight
-  const int64_t io_bytes = tiles * cfg.partitions *
-                           (cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype)) +
-                            cfg.i * static_cast<int64_t>(SizeOf(cfg.out_dtype)));
-  return std::max(pe_ns, HbmTransferNs(prof, blocks * weight_bytes + io_bytes));
 }
 
 // Fused RoPE on the Q and K heads of one eviction: out = X * cos + [-X2, X1] * sin_half, with
@@ -209,14 +187,11 @@ class CteRunner {
   int64_t turn_ = 0;
 };
 
-// Double-buffers the front end's row tiles when two fit in a quarter of SBUF. An MX front end
-// that only quantizes keeps up to kMxRowBuffers in flight: its loads are issued before the
-// weights that follow them on the queues, and its PE eats a tile four times as fast.
-int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, const QkvParams& p, int64_t tiles) {
+// Double-buffers the front end's row tiles when two fit in a quarter of SBUF.
+int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, int64_t tiles) {
   const int64_t row = cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
   const int64_t quarter = static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4;
-  const int64_t want =
-      std::min<int64_t>(tiles, CtePrologue::QuantizeOnly(cfg, QkvFrontEndInputs(p)) ? kMxRowBuffers : 2);
+  const int64_t want = std::min<int64_t>(tiles, 2);
   return static_cast<int>(std::max<int64_t>(1, std::min(want, quarter / row)));
 }
 
@@ -225,7 +200,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
     : cfg_(cfg),
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
-      buffers_(RowBuffers(core, cfg, p, static_cast<int64_t>(tiles_.size()))),
+      buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()))),
       prologue_(core, cfg, QkvFrontEndInputs(p), buffers_),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
@@ -244,41 +219,18 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       (cfg.mx() ? cfg.h / 4 * 5 : cfg.h * xbytes) +
       (rope_ ? rounded(cfg.d * cache_bytes) + rounded(cfg.d / 2 * cache_bytes) : 0);
   const int64_t rope_tmp = rope_ ? 2 * bank * 4 : 0;
-  // MxBankScales: a ring of two groups of `warm` banks.
-  auto scale_ring = [&](int64_t warm) { return cfg.mx() ? 2 * warm * cfg.mx_chunks() * bank : 0; };
-  auto ring_bytes = [&](int ring) {
-    return ring * (rounded(bank * static_cast<int64_t>(SizeOf(cfg.out_dtype))) +
-                   (rope_ ? rounded(bank * 4) : 0));
-  };
-  struct Choice {
-    CtePlan plan;
-    int ring;  // eviction buffers
-  };
-  auto choose = [&](int64_t warm, int ring) {
-    return Choice{PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
-                          SbufFreeBytes(core) - rope_tmp - scale_ring(warm) - ring_bytes(ring),
-                          per_tile, DmaTargetBytes(prof), rope_, warm),
-                  ring};
-  };
-  Choice pick = choose(1, kEvictionRing);
-  if (CtePrologue::QuantizeOnly(cfg, QkvFrontEndInputs(p))) {
-    // The MX warm-up (two banks' slabs resident, more eviction buffers) leaves less SBUF for a
-    // block's tiles, and every extra block streams the weights once more: it is taken unless
-    // that traffic would make the kernel HBM-bound where it was not (H 16384 went from 1.38x
-    // to 1.70x when it was always taken).
-    const int64_t tiles = static_cast<int64_t>(tiles_.size());
-    const Choice warm = choose(kMxWarmBanks, kMxEvictionRing);
-    if (warm.plan.warm_banks > 1 && MxCteEstimateNs(cfg, prof, warm.plan, tiles) <=
-                                        MxCteEstimateNs(cfg, prof, pick.plan, tiles)) {
-      pick = warm;
-    }
-  }
-  plan_ = pick.plan;
-  for (int i = 0; i < pick.ring; ++i) {
+  // MxBankScales: a ring of two groups of kMxScaleGroupBanks banks (one DMA a quadrant a group).
+  const int64_t mx_scale_ring = cfg.mx() ? 2 * kMxScaleGroupBanks * cfg.mx_chunks() * bank : 0;
+  const int64_t ring_bytes =
+      kEvictionRing * (rounded(bank * static_cast<int64_t>(SizeOf(cfg.out_dtype))) +
+                       (rope_ ? rounded(bank * 4) : 0));
+  plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
+                  SbufFreeBytes(core) - rope_tmp - mx_scale_ring - ring_bytes, per_tile,
+                  DmaTargetBytes(prof), rope_);
+  for (int i = 0; i < kEvictionRing; ++i) {
     out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
     if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
   }
-  const int64_t mx_scale_ring = scale_ring(plan_.warm_banks);
   const int64_t subtiles = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   for (int64_t t = 0; t < plan_.block_tiles; ++t) {
     if (cfg.mx()) {
@@ -309,9 +261,8 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
 }
 
 // Program order decides each engine's order, so the front end is software-pipelined in the
-// block's first bank (the warm banks in the MX warm-up): tile t + 1's norm (Scalar / Vector) is
-// issued before tile t's matmuls and evictions, its transposes (PE) right after tile t's matmuls
-// (a quantize-only MX front end: before them, as it has no PE work), and the load of the tile
+// block's first bank: tile t + 1's norm (Scalar / Vector) is issued before tile t's matmuls and
+// evictions, its transposes (PE) right after tile t's matmuls, and the load of the tile
 // `buffers_` ahead right after the transposes that free its buffer.
 void CteRunner::Run() {
   const int64_t ntiles = static_cast<int64_t>(tiles_.size());
@@ -342,22 +293,8 @@ void CteRunner::Run() {
     load_next();
   };
   const int64_t banks = (cfg_.i + plan_.width - 1) / plan_.width;
-  if (plan_.warm_banks > 1) {
-    // The HBM port in the order the first cells need it: tile 0, bank 0's slab, tile 1, the other
-    // warm banks' slabs, then the rest of the ring.
-    const int64_t warm = std::min(plan_.warm_banks, banks);
-    load_next();
-    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks, /*groups=*/1);
-    for (int64_t b = 1; b <= warm; ++b) {
-      stream_->IssueUpTo(b * plan_.h_chunks);
-      if (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
-    }
-    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);  // the second group, after the slabs
-    while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
-  } else {
-    while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
-    if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);
-  }
+  while (loaded < std::min<int64_t>(buffers_, ntiles)) load_next();
+  if (cfg_.mx()) w_scales_.Prefetch(blocks_ * banks);
   stream_->Start();  // after the first tiles' loads on the HBM port
   // One cell: tile t of the block against column bank `bank` (the slab at chunk `first_chunk`).
   // With transpose_next, the next tile's front-end transposes go between the matmuls and the
@@ -383,31 +320,17 @@ void CteRunner::Run() {
     load_rope();
     prepare(first);
     transpose(first, 0);
-    // The first plan_.warm_banks banks run tile by tile, with the front end: each tile's input
-    // then serves several banks' matmuls as it arrives, so the PE is not left waiting on the HBM
-    // port for the whole block's inputs behind bank 0 (MX, where the PE is 4x faster).
-    const int64_t warm = std::min(plan_.warm_banks, banks);
-    std::vector<Tile> ws(static_cast<size_t>(warm));
-    for (int64_t b = 0; b < warm; ++b) {
-      if (cfg_.mx()) ws[static_cast<size_t>(b)] = w_scales_.Get(bank_seq_ + b);
-    }
-    // A front end with no PE work (MX quantize only) runs a tile ahead, so the next tile's
-    // quantization is not queued on Vector behind this tile's evictions.
-    const bool ahead = prologue_.quantize_only();
+    // Bank 0 runs tile by tile with the front end: tile t + 1's norm before tile t's matmuls,
+    // its transposes right after them.
+    const Tile ws0 = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
     for (int64_t t = 0; t < nb; ++t) {
       const bool front = t + 1 < nb;
       if (front) prepare(first + t + 1);
-      if (front && ahead) transpose(first + t + 1, t + 1);
-      for (int64_t b = 0; b < warm; ++b) {
-        cell(first, t, nb, b, chunk + b * plan_.h_chunks, ws[static_cast<size_t>(b)],
-             front && !ahead && b + 1 == warm);
-      }
+      cell(first, t, nb, 0, chunk, ws0, front);
     }
-    for (int64_t b = 0; b < warm; ++b) {
-      if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
-    }
-    chunk += warm * plan_.h_chunks;
-    for (int64_t bank = warm; bank < banks; ++bank, chunk += plan_.h_chunks) {
+    if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
+    chunk += plan_.h_chunks;
+    for (int64_t bank = 1; bank < banks; ++bank, chunk += plan_.h_chunks) {
       const Tile w_scale = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
       for (int64_t t = 0; t < nb; ++t) cell(first, t, nb, bank, chunk, w_scale, false);
       if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);

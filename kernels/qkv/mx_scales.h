@@ -41,6 +41,8 @@ class MxBankScales {
   // Bank k's matmuls are issued: when it ends its group, load the group after next into the slot
   // this group used.
   void Next(int64_t k, int64_t total);
+  // True when one group holds every bank (loaded once).
+  bool resident() const { return ring_.size() == 1; }
 
  private:
   int64_t GroupOf(int64_t k) const;  // the group sequence index of the k-th bank

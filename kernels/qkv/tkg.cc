@@ -93,9 +93,14 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
     // The weight scales in groups of two banks (one DMA per quadrant and group, not per bank),
     // through a ring of two groups; four banks or fewer load once. Four banks' worth of SBUF, as
     // long as that is at most a quarter of the free SBUF (else two: a bank at a time).
+    // Where every bank's accumulator fits PSUM and every bank's scales fit half the free SBUF,
+    // they all load as one group: the weights then stream as whole rows (below).
     const int64_t bank_bytes = q_chunks * cfg.bank_cols;
+    const int64_t all = banks * bank_bytes;
     const int64_t budget =
-        std::max(2 * bank_bytes, std::min(4 * bank_bytes, SbufFreeBytes(core) / 4));
+        banks <= core.profile().psum_banks() && all <= SbufFreeBytes(core) / 2
+            ? all
+            : std::max(2 * bank_bytes, std::min(4 * bank_bytes, SbufFreeBytes(core) / 4));
     w_scales = MxBankScales(core, cfg, params, l, s, q_chunks, mp, cfg.bank_cols, budget);
   }
   const Epilogue epilogue(core, cfg, params, tokens, cfg.io_dtype, /*add_bias=*/s == 0);
@@ -121,11 +126,13 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
                : params.fused_qkv_weights.reshape({l, np, h1s, cfg.i}).select(0, s);
   std::vector<TensorView> chunks;
   int64_t slot_elements = 1;
-  // Where every bank's accumulator fits PSUM at once (not MX), chunks hold whole rows of the
-  // weight (all I columns of a few H subtiles): each partition's row is one contiguous run of
-  // I x 2 bytes, so the DMA engines move it in few, long descriptors (a bank-wide chunk's rows
-  // are 1 KiB runs: 16 B/ns an engine instead of 21 at I 1280; runtime/dma_engines.h).
-  const bool whole_rows = !cfg.mx() && banks <= static_cast<int64_t>(acc.size());
+  // Where every bank's accumulator fits PSUM at once (and, MX, every bank's scales are resident),
+  // chunks hold whole rows of the weight (all I columns of a few H subtiles or MX chunks): each
+  // partition's row is one contiguous run of I x dtype bytes, so the DMA engines move it in few,
+  // long descriptors (a bank-wide chunk's rows are 1 KiB runs in bf16, 2 KiB in MX: 16 B/ns an
+  // engine instead of 21 at I 1280 in bf16; runtime/dma_engines.h).
+  const bool whole_rows =
+      banks <= static_cast<int64_t>(acc.size()) && (!cfg.mx() || w_scales.resident());
   if (whole_rows) {
     const int64_t hc = std::clamp<int64_t>(target / (mp * cfg.i * wbytes), 1, subtiles);
     slot_elements = hc * cfg.i;
@@ -160,8 +167,15 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
     for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
       for (int64_t b = 0; b < banks; ++b) {
         const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
-        nisa::nc_matmul(acc[static_cast<size_t>(b)].slice(1, 0, c1 - c0), x_in.select(2, j0),
-                        chunk.select(1, jj).slice(1, c0, c1), {.accumulate = j0 > 0});
+        const Tile a = acc[static_cast<size_t>(b)].slice(1, 0, c1 - c0);
+        if (cfg.mx()) {
+          nisa::nc_matmul_mx(a, x4.select(1, j0), chunk.select(1, jj).slice(1, c0, c1),
+                             x_scales.select(1, j0), w_scales.Get(b).select(1, j0),
+                             {.accumulate = j0 > 0});
+        } else {
+          nisa::nc_matmul(a, x_in.select(2, j0), chunk.select(1, jj).slice(1, c0, c1),
+                          {.accumulate = j0 > 0});
+        }
       }
     }
     stream.Release(k);
@@ -170,7 +184,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
   for (int64_t b = 0; b < banks; ++b) {
     const int64_t c0 = b * bank, c1 = std::min(cfg.i, c0 + bank);
     const Tile a = acc[static_cast<size_t>(b) % acc.size()].slice(1, 0, c1 - c0);
-    const Tile ws = cfg.mx() ? w_scales.Get(b) : Tile();
+    const Tile ws = cfg.mx() && !whole_rows ? w_scales.Get(b) : Tile();
     for (int64_t j0 = 0; !whole_rows && j0 < subtiles; ++k) {
       const Tile chunk = stream.Get(k);
       for (int64_t jj = 0; jj < chunk.free_shape()[0]; ++jj, ++j0) {
@@ -183,7 +197,7 @@ void QkvTkgKernel(const KernelContext& ctx, const QkvConfig& cfg, const QkvParam
       }
       stream.Release(k);
     }
-    if (cfg.mx()) w_scales.Next(b, banks);
+    if (cfg.mx() && !whole_rows) w_scales.Next(b, banks);
     // Evictions alternate between Vector and Scalar (GpSimd cannot read PSUM) so consecutive
     // banks' evictions overlap.
     epilogue.Evict(partial.slice(1, c0, c1), a, c0, b % 2 == 0 ? Engine::kVector : Engine::kScalar);

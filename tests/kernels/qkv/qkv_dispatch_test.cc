@@ -158,7 +158,10 @@ std::vector<InstructionRecord> Records(const LogicalCore& lnc, int core, const c
 }
 
 // TKG: each core's matmuls take its H half against all of I once (one fused chain, never three
-// per-projection ones); the partials cross the link, no barrier.
+// per-projection ones); the partials cross the link once, no barrier. Every bank's accumulator
+// fits PSUM, so the weights stream as whole rows, the banks end together and the whole [B*S, I]
+// partial is exchanged in one sendrecv (was one a bank, 3 here, before the DMA engine model:
+// each DMA pays its ~1.3 us latency).
 TEST(QkvStructureTest, TkgOneFusedMatmulChainAndSendrecv) {
   const QkvParams p = MakeQkvCase(Case(4, 1, 2048, 8, 1, 128, kNo));  // I = 1280: 3 banks
   LogicalCore lnc(2, Trn2Profile());
@@ -167,7 +170,7 @@ TEST(QkvStructureTest, TkgOneFusedMatmulChainAndSendrecv) {
     int64_t flops = 0;
     for (const InstructionRecord& r : Records(lnc, core, "nc_matmul")) flops += r.flops;
     EXPECT_EQ(flops, 2 * 4 * (2048 / 2) * 1280) << "core " << core;
-    EXPECT_EQ(Records(lnc, core, "sendrecv").size(), 3u) << "one exchange per bank";
+    EXPECT_EQ(Records(lnc, core, "sendrecv").size(), 1u) << "one exchange after the banks";
     EXPECT_TRUE(Records(lnc, core, "core_barrier").empty());
   }
 }
@@ -254,7 +257,9 @@ TEST(QkvStructureTest, ForcedCteMatchesTkg) {
 }
 
 // The decode case of docs/qkv.md (B4 S1 H8192, n_q 8, n_kv 1, d 128, RMS, LNC 2) stays within
-// 1.25x of its roofline (the prefill case runs in qkv_slow_tests).
+// 1.25x of its floor (the prefill case runs in qkv_slow_tests). The floor's HBM side is
+// StreamFloorNs since the DMA engine model: 31.65 us (29.05 us of bytes + 2 x 1.3 us latency);
+// 37.82 us simulated = 1.19x (1.30x of the bytes-only bound it was held to before).
 TEST(QkvPerformanceTest, DecodeWithinRoofline) {
   ExpectWithinRoofline(MakeQkvCase(Case(4, 1, 8192, 8, 1, 128, kRms)), 2, 1.25, "decode");
 }

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "kernels/reference/qkv_ref.h"
+#include "runtime/cost_model.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 
@@ -23,8 +24,9 @@ double RooflineNs(const QkvParams& params, const QkvResult& result, int lnc) {
   const Shape& x = params.input.shape();
   const double flops = 2.0 * x[0] * x[1] * x[2] * params.fused_qkv_weights.dim(1);
   const HardwareProfile& prof = Trn2Profile();
-  return std::max(bytes / (lnc * prof.hbm_gbps_per_core()),
-                  flops / (lnc * PeakBf16Tflops(prof) * 1000));
+  // The HBM side is StreamFloorNs (runtime/cost_model.h): each core's bytes through its port
+  // plus the two fixed DMA latencies no stream hides (the first load's, the last store's).
+  return std::max(StreamFloorNs(prof, bytes / lnc), flops / (lnc * PeakBf16Tflops(prof) * 1000));
 }
 
 void ExpectWithinRoofline(const QkvParams& params, int lnc, double ratio_limit,

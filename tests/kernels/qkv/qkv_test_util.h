@@ -38,8 +38,9 @@ void PrintTo(const QkvGridCase& c, std::ostream* os);  // the case's name in fai
 // Runs params on a new logical core of `lnc` cores with the trn2 profile.
 QkvResult RunQkv(const QkvParams& params, int lnc, QkvVariant variant = QkvVariant::kAuto);
 
-// The roofline bound of a run on `lnc` cores: the larger of every given input and the output
-// crossing HBM once at the cores' HBM share, and the projection's flops at their bf16 PE peak.
+// The floor of a run on `lnc` cores: the larger of every given input and the output crossing
+// HBM once at the cores' HBM share plus the two DMA latencies no stream hides (StreamFloorNs),
+// and the projection's flops at their bf16 PE peak.
 double RooflineNs(const QkvParams& params, const QkvResult& result, int lnc);
 
 // Runs params on `lnc` cores and expects the simulated time within ratio_limit x the roofline;
