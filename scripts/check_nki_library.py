@@ -127,6 +127,32 @@ def _attention_cte(bs, sq, skv, d, dtype, causal):
     return make
 
 
+def _gen_mask_hbm(bs, q_head, s_active, s_prior, block_len=0):
+    def make(t, g):
+        cache = t.randint(1, s_prior - s_active, (bs,), generator=g).float()
+        pos = cache.repeat_interleave(s_active).reshape(1, bs * s_active)
+        args = {"pos_ids_hbm": pos, "bs": bs, "q_head": q_head, "s_active": s_active,
+                "s_prior": s_prior, "block_len": block_len}
+        return args, dict(args)
+    return make
+
+
+def _topk(lnc, batch, seqlen, vocab, k):
+    def make(t, g):
+        import nki.language as nl
+        rt = importlib.import_module(PKG + "topk.rotational_topk")
+        ut = importlib.import_module(PKG + "topk.rotational_topk_utils")
+        rt.cleanup_rotational_constants()
+        inp = t.randn(batch * seqlen, vocab, generator=g)
+        topk = ut.create_topk_config(inp_shape=(batch, seqlen, vocab), inp_dtype=nl.float32, k=k,
+                                     sorted=True, num_programs=lnc)
+        config = ut.create_rotational_topk_config(inp_shape=(topk.BxS, topk.vocab_size),
+                                                  topk_config=topk)
+        config = rt.prepare_rotational_constants(config)
+        return {"inp": inp, "config": config}, {"inp": inp, "config": config}
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -158,6 +184,15 @@ CASES = [
          1e-3, 1e-3),
         ("q[1,128,64] kv 512 bf16", _attention_cte(1, 128, 512, 64, "bfloat16", False),
          1e-2, 2e-2),
+    ]),
+    ("attention.gen_mask_tkg:gen_mask_tkg_hbm", "attention.gen_mask_tkg_torch:gen_mask_tkg_hbm_torch_ref", [
+        ("bs 4, qh 1, s_active 5, s_prior 256 flat", _gen_mask_hbm(4, 1, 5, 256), 0, 0),
+        ("bs 4, qh 1, s_active 5, s_prior 256 block 16", _gen_mask_hbm(4, 1, 5, 256, 16), 0, 0),
+        ("bs 8, qh 8, s_active 5, s_prior 4096 flat, LNC 2", _gen_mask_hbm(8, 8, 5, 4096), 0, 0, 2),
+    ]),
+    ("topk.rotational_topk:rotational_topk", "topk.torch_ref:topk_torch_ref", [
+        ("x[8x5,4058] k 256 fp32, LNC 2", _topk(2, 8, 5, 4058, 256), 1e-5, 1e-3, 2),
+        ("x[1,3168] k 256 fp32, LNC 2", _topk(2, 1, 1, 3168, 256), 1e-5, 1e-3, 2),
     ]),
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [
@@ -211,6 +246,8 @@ def run_case(kernel, ref, make, atol, rtol, lnc=1):
     t = _torch()
     g = t.Generator().manual_seed(0)
     kargs, rargs = make(t, g)
+    if hasattr(type(ref), "__getitem__") and hasattr(ref, "lnc"):
+        ref = ref[lnc]  # the library's LncSubscriptable references: ref[lnc](...)
     ref_out = ref(**rargs)
     golden = _as_list(ref_out)
     result = nki.cpu_simulate(kernel)[lnc](**kargs)
@@ -246,7 +283,9 @@ def reference_modules(root):
 
 def main():
     root = os.path.abspath(sys.argv[1])
-    sys.path.insert(0, os.path.join(root, "src"))
+    # src/ holds nkilib_src; the checkout root holds the library's own `test` package, which
+    # two references import (test.integration...); it shadows the standard library's `test`.
+    sys.path[:0] = [os.path.join(root, "src"), root]
     try:
         commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
                                 text=True).stdout.strip() or "unknown"

@@ -182,3 +182,10 @@ def test_nkiobject_dataclass_takes_unannotated_attributes_as_fields():
     assert (p.size, p.index, p.offset, p.total()) == (4, 3, 5, 9)
     assert Params().index is None
     assert [f.name for f in dataclasses.fields(Params)] == ["size", "index", "offset"]
+
+
+def test_nc_version_is_ordered():
+    # kernels branch on `nisa.get_nc_version() <= nisa.nc_version.gen2` (the NKI library's sort)
+    import nki.isa as nisa
+    assert nisa.nc_version.gen2 < nisa.nc_version.gen3 < nisa.nc_version.gen4
+    assert not nisa.get_nc_version() <= nisa.nc_version.gen2
