@@ -153,6 +153,54 @@ def _topk(lnc, batch, seqlen, vocab, k):
     return make
 
 
+def _attn_tkg_wrapper(attention_tkg):
+    """This script's own HBM-in / HBM-out kernel around attention_tkg, which takes an SBUF
+    manager and writes into out / k_out (the library's tests wrap it the same way)."""
+    def attn_tkg_hbm(q, k_active, v_active, k_prior, v_prior, mask, inv_freqs, rope_pos_ids, cfg):
+        import nki.language as nl
+        alloc = importlib.import_module(PKG + "utils.allocator")
+        logging = importlib.import_module(PKG + "utils.logging")
+        sbm = alloc.SbufManager(0, nl.tile_size.total_available_sbuf_size - 16 * 1024,
+                                logging.Logger("SBM"))
+        sbm.open_scope()
+        out = nl.ndarray((cfg.bs, cfg.q_head, cfg.d_head, cfg.s_active), dtype=q.dtype,
+                         buffer=nl.shared_hbm)
+        k_out = nl.ndarray((cfg.bs, 1, cfg.d_head, cfg.s_active), dtype=q.dtype,
+                           buffer=nl.shared_hbm)
+        out, k_out = attention_tkg(q, k_active, v_active, k_prior, v_prior, mask, out, cfg, sbm,
+                                   inv_freqs, rope_pos_ids, None, None, None, k_out)
+        sbm.close_scope()
+        return out, k_out
+    return attn_tkg_hbm
+
+
+def _attn_tkg(bs, q_head, s_active, s_prior, d, dtype):
+    """Flat KV cache, K prior transposed in HBM, RoPE fused, positions from ids (the library's
+    fast configurations at a small s_prior)."""
+    def make(t, g):
+        utils = importlib.import_module(PKG + "attention.attention_tkg_utils")
+        masks = importlib.import_module("test.integration.nkilib.core.attention."
+                                        "test_attention_tkg_utils")
+        cfg = utils.AttnTKGConfig(bs, q_head, s_active, s_prior, s_prior, d, 0, tp_k_prior=True,
+                                  use_pos_id=True, fuse_rope=True)
+        dt = getattr(t, dtype)
+        rnd = lambda *shape: (t.rand(*shape, generator=g) * 2 - 1).to(dt)  # noqa: E731
+        pos = ((t.arange(bs) * 3 + s_prior // 4 * 3) % (s_prior - s_active)).float()
+        args = {"q": rnd(bs, q_head, s_active, d), "k_active": rnd(bs, 1, s_active, d),
+                "v_active": rnd(bs, 1, s_active, d), "k_prior": rnd(bs, 1, s_prior, d),
+                "v_prior": rnd(bs, 1, s_prior, d),
+                "mask": masks.build_active_attention_mask(bs, q_head, s_active,
+                                                          transposed=True).to(t.uint8),
+                "inv_freqs": t.rand(d // 2, 1, generator=g),
+                "rope_pos_ids": pos[:, None].expand(bs, s_active).contiguous(), "cfg": cfg}
+        ref = {k: (v.float() if isinstance(v, t.Tensor) and v.is_floating_point() else v)
+               for k, v in args.items()}
+        ref.update(out=t.zeros(bs, q_head, d, s_active), k_out=t.zeros(bs, 1, d, s_active),
+                   sbm=None)
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -194,6 +242,12 @@ CASES = [
         ("x[8x5,4058] k 256 fp32, LNC 2", _topk(2, 8, 5, 4058, 256), 1e-5, 1e-3, 2),
         ("x[1,3168] k 256 fp32, LNC 2", _topk(2, 1, 1, 3168, 256), 1e-5, 1e-3, 2),
     ]),
+    ("attention.attention_tkg:attention_tkg", "attention.attention_tkg_torch:attention_tkg_torch_ref", [
+        ("b 4, qh 2, s_active 7, s_prior 256, d 128 bf16 rope", _attn_tkg(4, 2, 7, 256, 128, "bfloat16"),
+         1e-5, 1e-2),
+        ("b 4, qh 2, s_active 7, s_prior 256, d 128 bf16 rope, LNC 2",
+         _attn_tkg(4, 2, 7, 256, 128, "bfloat16"), 1e-5, 1e-2, 2),
+    ], _attn_tkg_wrapper),
     ("subkernels.find_nonzero_indices:find_nonzero_indices",
      "subkernels.find_nonzero_indices_torch:find_nonzero_indices_torch_ref", [
         ("x[256,8] fp32", _nonzero(256, 8), 0, 0),
@@ -296,10 +350,12 @@ def main():
     print("|---|---|---|")
     covered = set()
     counts = {"PASS": 0, "WRONG": 0, "ERROR": 0, "NOT RUN": 0}
-    for kspec, rspec, cases in CASES:
+    for kspec, rspec, cases, *wrap in CASES:
         covered.add(rspec.split(":")[0])
         try:
             kernel, ref = _load(kspec), _load(rspec)
+            for w in wrap:  # this script's HBM wrapper of a kernel that takes SBUF state
+                kernel = w(kernel)
         except Exception as e:  # noqa: BLE001
             for name, *_ in cases:
                 print(f"| {kspec} | {name} | ERROR ({_first_missing(e)}) |")

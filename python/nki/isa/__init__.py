@@ -85,12 +85,29 @@ _DGE = {dge_mode.unknown: _nkisim.DgeMode.auto, dge_mode.hwdge: _nkisim.DgeMode.
         dge_mode.swdge: _nkisim.DgeMode.software, dge_mode.none: _nkisim.DgeMode.auto}
 
 
+def _transpose_2d(dst, src):
+    """A 3-D / 4-D dma_transpose whose middle dims are all 1 ([S, 1, 1, D] -> [D, 1, 1, S], the
+    NKI library's attention_tkg) is the 2-D transpose of its outer dims."""
+    if len(src.shape) == 2 and len(dst.shape) == 2:
+        return dst, src
+    if len(src.shape) != len(dst.shape) or len(src.shape) > 4 or any(
+            d != 1 for d in tuple(src.shape[1:-1]) + tuple(dst.shape[1:-1])):
+        raise _api.unsupported_error(
+            f"nki.isa.dma_transpose(src {tuple(src.shape)} -> dst {tuple(dst.shape)})",
+            "a transpose of more than two dims of size > 1 is not modelled: give 2-D views "
+            "[R, C] -> [C, R], or 3-D / 4-D ones whose middle dims are 1")
+    return (dst.reshape((dst.shape[0], dst.shape[-1])),
+            src.reshape((src.shape[0], src.shape[-1])))
+
+
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
     """dst[C, R] (SBUF) = src[R, C]^T (HBM) by the DMA's descriptor-generation engine."""
-    if axes is not None and tuple(axes) != (1, 0):
-        raise _api.unsupported_error("nki.isa.dma_transpose(axes != (1, 0))",
-                                     "only the 2-D transpose is modelled")
+    if axes is not None and tuple(axes) != tuple(reversed(range(len(src.shape)))):
+        raise _api.unsupported_error(f"nki.isa.dma_transpose(axes={tuple(axes)})",
+                                     "only the transpose that swaps the first and last dims "
+                                     "is modelled")
+    dst, src = _transpose_2d(dst, src)
     _isa.dma_transpose(_tile(dst, "dma_transpose", "dst"), _t(src, "dma_transpose", "src"),
                        _DGE[dge_mode])
     return _DONE
@@ -168,7 +185,32 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
 
 
 # --- Vector / Scalar / GpSimd ----------------------------------------------------------------
+def _free_shapes_matched(*tensors):
+    """Operands of one elementwise instruction whose free dims differ in shape but not in size
+    (dst [128, 112] with a broadcast view [128, 2, 56]: the access patterns walk the same
+    elements in order) viewed at one free shape; other shapes are left for the instruction to
+    refuse."""
+    shapes = {tuple(t.shape) for t in tensors if isinstance(t, NkiTensor)}
+    if len(shapes) < 2 or len({(s[0], _prod(s[1:])) for s in shapes}) != 1:
+        return tensors
+    for target in sorted(shapes, key=len, reverse=True):
+        try:
+            return tuple(t.reshape(target) if isinstance(t, NkiTensor) and tuple(t.shape) != target
+                         else t for t in tensors)
+        except NkiValidationError:
+            continue
+    return tensors
+
+
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
+    dst, data1, data2 = _free_shapes_matched(dst, data1, data2)
     default = _nkisim.Engine.GpSimd if op is power else _nkisim.Engine.Vector
     _isa.tensor_tensor(_tile(dst, "tensor_tensor", "dst"), _tile(data1, "tensor_tensor", "data1"),
                        _tile(data2, "tensor_tensor", "data2"), alu_of(op, "tensor_tensor"),
