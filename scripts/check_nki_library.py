@@ -228,10 +228,11 @@ CASES = [
          _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16", True), 1e-2, 1e-2, 2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
+        # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
         ("q[1,256,64] kv 256 fp32 causal", _attention_cte(1, 256, 256, 64, "float32", True),
-         1e-3, 1e-3),
+         1e-5, 2e-2),
         ("q[1,128,64] kv 512 bf16", _attention_cte(1, 128, 512, 64, "bfloat16", False),
-         1e-2, 2e-2),
+         1e-5, 2e-2),
     ]),
     ("attention.gen_mask_tkg:gen_mask_tkg_hbm", "attention.gen_mask_tkg_torch:gen_mask_tkg_hbm_torch_ref", [
         ("bs 4, qh 1, s_active 5, s_prior 256 flat", _gen_mask_hbm(4, 1, 5, 256), 0, 0),

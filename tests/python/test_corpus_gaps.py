@@ -26,15 +26,32 @@ def test_dma_transpose_4d_unit_middle_dims(rng):
 
 
 @nki.jit
-def _transpose_bad(src):
-    t = nl.ndarray((8, 4, 16), dtype=src.dtype, buffer=nl.sbuf)
+def _transpose3(src):
+    s, m, d = src.shape
+    t = nl.ndarray((d, m, s), dtype=src.dtype, buffer=nl.sbuf)
     nisa.dma_transpose(t, src)
+    out = nl.ndarray((d, m * s), dtype=src.dtype, buffer=nl.shared_hbm)
+    nl.store(out, t.reshape((d, m * s)))
+    return out
+
+
+def test_dma_transpose_3d_from_hbm(rng):
+    x = rng.standard_normal((16, 4, 8)).astype(np.float32)
+    golden = np.transpose(x, (2, 1, 0)).reshape(8, 4 * 16)
+    assert_close(_transpose3(x), golden, atol=0, rtol=0)
+
+
+@nki.jit
+def _transpose_axes(src):
+    t = nl.ndarray((src.shape[1], src.shape[0]), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(t, src, axes=(0, 1))
     return src
 
 
-def test_dma_transpose_two_large_inner_dims_is_refused(rng):
-    with pytest.raises(NotImplementedError, match=r"dma_transpose\(src \(16, 4, 8\).*middle dims are 1"):
-        _transpose_bad(rng.standard_normal((16, 4, 8)).astype(np.float32))
+def test_dma_transpose_other_axes_is_refused(rng):
+    with pytest.raises(NotImplementedError, match=r"dma_transpose\(axes=\(0, 1\)\).*swaps the "
+                       r"first and last dims"):
+        _transpose_axes(rng.standard_normal((16, 8)).astype(np.float32))
 
 
 # --- tensor_tensor with operands of one free size, different free shapes ---------------------
@@ -74,3 +91,142 @@ def test_tensor_tensor_other_free_size_is_refused(rng):
     b = rng.standard_normal((64, 2, 4)).astype(np.float32)
     with pytest.raises(nki.isa.NkiValidationError, match="shape must equal dst's"):
         _tt_other_size(a, b)
+
+
+# --- dma_transpose SBUF -> SBUF (runtime/nisa/dma_transpose_sbuf.cc) --------------------------
+@nki.jit
+def _transpose_sb(x):
+    r, c = x.shape
+    a = nl.load(x)
+    t = nl.ndarray((c, r), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(t, a)
+    out = nl.ndarray((c, r), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, t)
+    return out
+
+
+@nki.jit
+def _transpose_sb_cast(x):
+    # fp32 SBUF -> bf16 SBUF: the DMA casts as it transposes
+    r, c = x.shape
+    a = nl.load(x)
+    t = nl.ndarray((c, r), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_transpose(t, a)
+    f = nl.ndarray((c, r), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(f, t)
+    out = nl.ndarray((c, r), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, f)
+    return out
+
+
+def test_dma_transpose_sbuf_to_sbuf(rng):
+    x = rng.standard_normal((100, 72)).astype(np.float32)
+    assert_close(_transpose_sb(x), x.T, atol=0, rtol=0)
+    assert_close(_transpose_sb_cast(x), x.T, atol=0, rtol=2 ** -8)
+
+
+@nki.jit
+def _transpose_sb_4d(x):
+    # [R, 1, B, C] -> [C, 1, B, R]: attention_cte's exp tile, one 2-D transpose per block b
+    r, _, b, c = x.shape
+    a = nl.load(x.reshape((r, b * c))).reshape((r, 1, b, c))
+    t = nl.ndarray((c, 1, b, r), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(t, a)
+    out = nl.ndarray((c, b * r), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, t.reshape((c, b * r)))
+    return out
+
+
+def test_dma_transpose_sbuf_4d_swaps_first_and_last(rng):
+    x = rng.standard_normal((64, 1, 3, 32)).astype(np.float32)
+    golden = np.transpose(x, (3, 1, 2, 0)).reshape(32, 3 * 64)
+    assert_close(_transpose_sb_4d(x), golden, atol=0, rtol=0)
+
+
+@nki.jit
+def _transpose_sb_bad_dst(x):
+    a = nl.load(x)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)  # not [C, R]
+    nisa.dma_transpose(t, a)
+    return x
+
+
+@nki.jit
+def _transpose_from_psum(x):
+    a = nl.load(x)
+    p = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum)
+    nisa.tensor_copy(p, a)
+    t = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(t, p)
+    return x
+
+
+@nki.jit
+def _transpose_4d_mismatch(x):
+    a = nl.load(x.reshape((16, 8))).reshape((16, 1, 2, 4))
+    t = nl.ndarray((4, 1, 2, 8), dtype=x.dtype, buffer=nl.sbuf)  # last dim 8, not 16
+    nisa.dma_transpose(t, a)
+    return x
+
+
+def test_dma_transpose_sbuf_misuse(rng):
+    x = rng.standard_normal((32, 16)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_transpose: operand 'dst'.*must be an "
+                       r"SBUF tile \[16, 32\], the transpose of src"):
+        _transpose_sb_bad_dst(x)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_transpose: operand 'src'.*PSUM.*must "
+                       r"be in SBUF \(or HBM\)"):
+        _transpose_from_psum(x)
+    with pytest.raises(nisa.NkiValidationError, match=r"src \(16, 1, 2, 4\) -> dst \(4, 1, 2, 8\)"
+                       r": a 3-D / 4-D transpose swaps the first and last dims"):
+        _transpose_4d_mismatch(rng.standard_normal((16, 1, 2, 4)).astype(np.float32))
+
+
+# --- nl.ndarray(address=...): a placed tile is the storage at that address -------------------
+@nki.jit
+def _placed(x):
+    a = nl.load(x)
+    bank = 2048
+    p1 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum, address=(0, 3 * bank))
+    nisa.tensor_copy(p1, a)
+    p2 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum, address=(0, 3 * bank))
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, p2)  # p2 is p1's storage: it reads what p1 was written
+    return out
+
+
+def test_placed_psum_tiles_share_storage(rng):
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    assert_close(_placed(x), x, atol=0, rtol=0)
+
+
+@nki.jit
+def _many_placed(x):
+    # 64 tiles over 4 bank addresses: more than PSUM's 8 banks if each took its own
+    a = nl.load(x)
+    acc = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, 0.0)
+    for i in range(64):
+        p = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum, address=(0, (i % 4) * 2048))
+        nisa.tensor_copy(p, a)
+        nisa.tensor_tensor(acc, acc, p, op=nl.add)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, acc)
+    return out
+
+
+def test_placed_tiles_reuse_banks(rng):
+    x = rng.standard_normal((128, 32)).astype(np.float32)
+    assert_close(_many_placed(x), 64 * x.astype(np.float64), atol=1e-4, rtol=1e-6)
+
+
+@nki.jit
+def _bad_address(x):
+    nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum, address=(0, -2048))
+    return x
+
+
+def test_placed_bad_address_is_refused(rng):
+    with pytest.raises(nisa.NkiValidationError, match=r"address=\(0, -2048\) must be \(partition, "
+                       r"byte offset\)"):
+        _bad_address(rng.standard_normal((8, 8)).astype(np.float32))

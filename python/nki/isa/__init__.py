@@ -2,6 +2,8 @@
 (runtime/nisa/*.h), with its operand rules, result and cost on the current core's timeline. A
 broken rule raises NkiValidationError (an AssertionError, as the NKI simulator guide shows) with
 the runtime's message: instruction, operand, shape, dtype, memory and the rule."""
+import itertools
+
 from nki import _api, _runtime
 from nki._runtime import _nkisim
 from nki import dtype as _dtypes
@@ -85,31 +87,39 @@ _DGE = {dge_mode.unknown: _nkisim.DgeMode.auto, dge_mode.hwdge: _nkisim.DgeMode.
         dge_mode.swdge: _nkisim.DgeMode.software, dge_mode.none: _nkisim.DgeMode.auto}
 
 
-def _transpose_2d(dst, src):
-    """A 3-D / 4-D dma_transpose whose middle dims are all 1 ([S, 1, 1, D] -> [D, 1, 1, S], the
-    NKI library's attention_tkg) is the 2-D transpose of its outer dims."""
-    if len(src.shape) == 2 and len(dst.shape) == 2:
-        return dst, src
-    if len(src.shape) != len(dst.shape) or len(src.shape) > 4 or any(
-            d != 1 for d in tuple(src.shape[1:-1]) + tuple(dst.shape[1:-1])):
-        raise _api.unsupported_error(
-            f"nki.isa.dma_transpose(src {tuple(src.shape)} -> dst {tuple(dst.shape)})",
-            "a transpose of more than two dims of size > 1 is not modelled: give 2-D views "
-            "[R, C] -> [C, R], or 3-D / 4-D ones whose middle dims are 1")
-    return (dst.reshape((dst.shape[0], dst.shape[-1])),
-            src.reshape((src.shape[0], src.shape[-1])))
+def _transpose_pairs(dst, src):
+    """The 2-D transposes a dma_transpose is: [R, C] -> [C, R] itself; a 3-D / 4-D one swaps the
+    first and last dims ([R, i, j, C] -> [C, i, j, R], the NKI library's attention kernels), one
+    2-D transpose per index of the middle dims (each its own DMA)."""
+    ss, ds = tuple(src.shape), tuple(dst.shape)
+    if len(ss) == 2 and len(ds) == 2:
+        return [(dst, src)]
+    if len(ss) != len(ds) or not 3 <= len(ss) <= 4 or ss[1:-1] != ds[1:-1] or (
+            ss[0], ss[-1]) != (ds[-1], ds[0]):
+        raise NkiValidationError(
+            f"invalid argument: dma_transpose: src {ss} -> dst {ds}: a 3-D / 4-D transpose "
+            f"swaps the first and last dims ([R, ..., C] -> [C, ..., R], middle dims equal)")
+    pairs = []
+    for idx in itertools.product(*(range(n) for n in ss[1:-1])):
+        sel = (slice(None),) + idx + (slice(None),)
+        d, s_ = dst[sel], src[sel]  # integer indices drop the middle dims
+        pairs.append((d if len(d.shape) == 2 else d.reshape((ds[0], ds[-1])),
+                      s_ if len(s_.shape) == 2 else s_.reshape((ss[0], ss[-1]))))
+    return pairs
 
 
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
-    """dst[C, R] (SBUF) = src[R, C]^T (HBM) by the DMA's descriptor-generation engine."""
-    if axes is not None and tuple(axes) != tuple(reversed(range(len(src.shape)))):
+    """dst[C, R] (SBUF) = src[R, C]^T (HBM or SBUF) by the DMA's descriptor-generation engine;
+    3-D / 4-D views swap their first and last dims."""
+    n = len(src.shape)
+    if axes is not None and tuple(axes) != (n - 1,) + tuple(range(1, n - 1)) + (0,):
         raise _api.unsupported_error(f"nki.isa.dma_transpose(axes={tuple(axes)})",
                                      "only the transpose that swaps the first and last dims "
                                      "is modelled")
-    dst, src = _transpose_2d(dst, src)
-    _isa.dma_transpose(_tile(dst, "dma_transpose", "dst"), _t(src, "dma_transpose", "src"),
-                       _DGE[dge_mode])
+    for d, s in _transpose_pairs(dst, src):
+        _isa.dma_transpose(_tile(d, "dma_transpose", "dst"), _t(s, "dma_transpose", "src"),
+                           _DGE[dge_mode])
     return _DONE
 
 
