@@ -18,6 +18,7 @@
 #include "runtime/nisa/partition_reduce.h"
 #include "runtime/nisa/range_select.h"
 #include "runtime/nisa/dma_transpose_sbuf.h"
+#include "runtime/nisa/dma_compute.h"
 
 namespace nkisim::python {
 namespace {
@@ -73,6 +74,8 @@ void BindDma(py::module_& m) {
            static_cast<void (*)(const Tile&, const Tile&, nisa::DgeMode)>(&nisa::dma_transpose),
            py::arg("dst"), py::arg("src"), py::arg("mode") = nisa::DgeMode::kAuto);
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
+  DefNoGil(m, "dma_compute", &nisa::dma_compute, py::arg("dst"), py::arg("srcs"),
+           py::arg("scales"));
 }
 
 void BindPe(py::module_& m) {

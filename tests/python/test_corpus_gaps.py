@@ -230,3 +230,68 @@ def test_placed_bad_address_is_refused(rng):
     with pytest.raises(nisa.NkiValidationError, match=r"address=\(0, -2048\) must be \(partition, "
                        r"byte offset\)"):
         _bad_address(rng.standard_normal((8, 8)).astype(np.float32))
+
+
+# --- dma_compute (runtime/nisa/dma_compute.cc) -----------------------------------------------
+@nki.jit
+def _dma_compute_hbm(a, b, c):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_compute(out, (a, b, c), scales=(1.0, 1.0, 1.0), reduce_op=nl.add)
+    return out
+
+
+@nki.jit
+def _dma_compute_mixed(a, b):
+    # SBUF dst from an HBM source and an SBUF one (a 3-D HBM view with a size-1 dim)
+    bt = nl.load(b)
+    res = nl.ndarray(b.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_compute(dst=res, srcs=[a[:, 0:1, :], bt], reduce_op=nl.add)
+    f = nl.ndarray(b.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(f, res)
+    out = nl.ndarray(b.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, f)
+    return out
+
+
+def test_dma_compute_sums_in_fp32(rng):
+    a, b, c = (rng.standard_normal((6, 2, 300)).astype(np.float32) for _ in range(3))
+    golden = a.astype(np.float64) + b + c
+    assert_close(_dma_compute_hbm(a, b, c), golden, atol=1e-5, rtol=1e-6)
+
+
+def test_dma_compute_sbuf_dst_casts(rng):
+    a = rng.standard_normal((64, 2, 40)).astype(np.float32)
+    b = rng.standard_normal((64, 40)).astype(np.float32)
+    golden = a[:, 0, :].astype(np.float64) + b
+    assert_close(_dma_compute_mixed(a, b), golden, atol=0, rtol=2 ** -8)
+
+
+@nki.jit
+def _dma_compute_bad(a, b, scales, reduce_op, psum):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    if psum:
+        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.psum)
+        nisa.dma_compute(p, [a, b], reduce_op=nl.add)
+    else:
+        nisa.dma_compute(out, [a, b], scales=scales, reduce_op=reduce_op)
+    return out
+
+
+def test_dma_compute_misuse(rng):
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    other = rng.standard_normal((8, 15)).astype(np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: operand 'srcs\[1\]'.*\[8, 15\]"
+                       r".*must have dst's shape \[8, 16\]"):
+        _dma_compute_bad(a, other, None, nl.add, False)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: scales\[1\] = 2: every scale "
+                       r"must be 1.0"):
+        _dma_compute_bad(a, a, (1.0, 2.0), nl.add, False)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: scales has 1 values for 2 "
+                       r"sources"):
+        _dma_compute_bad(a, a, (1.0,), nl.add, False)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: reduce_op=multiply: only "
+                       r"nl.add"):
+        _dma_compute_bad(a, a, None, nl.multiply, False)
+    with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: operand 'dst'.*PSUM: must be "
+                       r"in HBM or SBUF, not PSUM"):
+        _dma_compute_bad(a[:, :8].copy(), a[:, 8:].copy(), None, nl.add, True)

@@ -123,6 +123,23 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
     return _DONE
 
 
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True,
+                oob_mode=oob_mode.error, name=None):
+    """dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ... on the DMA engines, in fp32
+    (runtime/nisa/dma_compute.h); operands in HBM or SBUF. NKI 0.6: reduce_op nl.add, scales
+    1.0 (None: all 1.0)."""
+    if reduce_op is not None and alu_of(reduce_op, "dma_compute",
+                                        "reduce_op") != _nkisim.AluOp.add:
+        raise NkiValidationError(
+            f"invalid argument: dma_compute: reduce_op={getattr(reduce_op, '__name__', reduce_op)}"
+            f": only nl.add is supported")
+    srcs = list(srcs)
+    scales = [1.0] * len(srcs) if scales is None else [float(x) for x in scales]
+    _isa.dma_compute(_t(dst, "dma_compute", "dst"),
+                     [_t(x, "dma_compute", f"srcs[{i}]") for i, x in enumerate(srcs)], scales)
+    return _DONE
+
+
 # --- Tensor engine --------------------------------------------------------------------------
 def _auto_accumulate(dst):
     """accumulate=None: the first matmul into a PSUM location overwrites, later ones add."""
@@ -545,7 +562,7 @@ def core_barrier(data, cores, engine=engine.gpsimd, name=None):
 _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
-        "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
+        "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,
