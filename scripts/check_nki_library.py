@@ -201,6 +201,34 @@ def _attn_tkg(bs, q_head, s_active, s_prior, d, dtype):
     return make
 
 
+def _out_proj_cte(b, n, d, s, h, dtype):
+    def make(t, g):
+        dt = getattr(t, dtype)
+        attention = (t.rand(b, n, d, s, generator=g) * 2 - 1).to(dt)
+        weight = (t.rand(n * d, h, generator=g) * 2 - 1).to(dt)
+        bias = (t.rand(1, h, generator=g) * 2 - 1).to(dt)
+        args = {"attention": attention, "weight": weight, "bias": bias}
+        return args, {k: v.float() for k, v in args.items()}
+    return make
+
+
+def _qkv_tkg(b, s, h, n_q, n_kv, d, dtype, fused_add):
+    """Hidden [B, S, H] in HBM, RMS norm, output [B, S, I] (the BSD layout); fused_add adds
+    attn_prev and mlp_prev first (the DMA-engine sum, nisa.dma_compute)."""
+    def make(t, g):
+        dt = getattr(t, dtype)
+        i = (n_q + 2 * n_kv) * d
+        args = {"hidden": _randn(t, g, b, s, h).to(dt),
+                "qkv_w": (_randn(t, g, h, i) * h ** -0.5).to(dt),
+                "norm_w": _randn(t, g, 1, h).to(dt), "fused_add": fused_add,
+                "d_head": d, "num_kv_heads": n_kv, "num_q_heads": n_q}
+        if fused_add:
+            args["mlp_prev"] = _randn(t, g, b, s, h).to(dt)
+            args["attn_prev"] = _randn(t, g, b, s, h).to(dt)
+        return args, {k: (v.float() if isinstance(v, t.Tensor) else v) for k, v in args.items()}
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -226,6 +254,21 @@ CASES = [
         # the reference's transposed layout assumes LNC 2 when H divides by 256
         ("attn[128,4,2,1] w[256,512] bf16 TRANSPOSE_OUT, LNC 2",
          _out_proj_tkg(128, 4, 2, 1, 512, "bfloat16", True), 1e-2, 1e-2, 2),
+    ]),
+    ("output_projection.output_projection_cte.output_projection_cte:output_projection_cte",
+     "output_projection.output_projection_cte.output_projection_cte_torch:"
+     "output_projection_cte_torch_ref", [
+        # the library's tolerances for bf16 (test_output_proj_cte.py): rtol 2e-2, atol 1e-5
+        ("attn[1,2,128,512] w[256,1024] bf16", _out_proj_cte(1, 2, 128, 512, 1024, "bfloat16"),
+         1e-5, 2e-2),
+        ("attn[2,1,64,640] w[64,512] bf16, LNC 2", _out_proj_cte(2, 1, 64, 640, 512, "bfloat16"),
+         1e-5, 2e-2, 2),
+    ]),
+    ("qkv.qkv_tkg:qkv_tkg", "qkv.qkv_tkg_torch:qkv_tkg_torch_ref", [
+        ("x[4,1,1024] q 8 kv 1 d 128 bf16 rms", _qkv_tkg(4, 1, 1024, 8, 1, 128, "bfloat16", False),
+         1e-5, 2e-2),
+        ("x[2,2,1024] q 4 kv 1 d 64 bf16 rms + fused add, LNC 2",
+         _qkv_tkg(2, 2, 1024, 4, 1, 64, "bfloat16", True), 1e-5, 2e-2, 2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
@@ -347,6 +390,8 @@ def main():
     except OSError:
         commit = "unknown"
     print(f"NKI library {root} at {commit}")
+    if os.environ.get("CHECK_NKI_LIBRARY_SHIMS"):
+        print("with the test-only stand-ins of scripts/test-shims on the path (neuron_dtypes)")
     print("| kernel | case | result |")
     print("|---|---|---|")
     covered = set()
