@@ -229,6 +229,26 @@ def _qkv_tkg(b, s, h, n_q, n_kv, d, dtype, fused_add):
     return make
 
 
+def _router_topk(t_, h, e, k, act, indirect=False, shard=False):
+    """x [H, T] in HBM (layout 0), outputs written into router_logits, expert_affinities (bf16)
+    and expert_index (uint32), as the library's tests pass them."""
+    def make(t, g):
+        common = importlib.import_module(PKG + "utils.common_types")
+        bf = t.bfloat16
+        args = {"x": _randn(t, g, h, t_).to(bf), "w": (_randn(t, g, h, e) * h ** -0.5).to(bf),
+                "w_bias": _randn(t, g, 1, e).to(bf),
+                "router_logits": t.zeros(t_, e, dtype=bf),
+                "expert_affinities": t.zeros(t_, e, dtype=bf),
+                "expert_index": np.zeros((t_, k), dtype=np.uint32),
+                "act_fn": getattr(common.RouterActFnType, act), "k": k, "x_hbm_layout": 0,
+                "x_sb_layout": 0, "router_pre_norm": False,
+                "use_indirect_dma_scatter": indirect, "shard_on_tokens": shard}
+        ref = {n: (v.float() if isinstance(v, t.Tensor) else v) for n, v in args.items()}
+        ref["expert_index"] = t.zeros(t_, k, dtype=t.int64)
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -269,6 +289,15 @@ CASES = [
          1e-5, 2e-2),
         ("x[2,2,1024] q 4 kv 1 d 64 bf16 rms + fused add, LNC 2",
          _qkv_tkg(2, 2, 1024, 4, 1, 64, "bfloat16", True), 1e-5, 2e-2, 2),
+    ]),
+    ("router_topk.router_topk:router_topk", "router_topk.router_topk_torch:router_topk_torch_ref", [
+        # the library's router_topk tolerances: rtol 2e-2, atol 1e-5
+        ("T 4, H 3072, E 128, k 4 softmax bf16", _router_topk(4, 3072, 128, 4, "SOFTMAX"),
+         1e-5, 2e-2),
+        ("T 48, H 1024, E 128, k 4 softmax bf16 shard on tokens, LNC 2",
+         _router_topk(48, 1024, 128, 4, "SOFTMAX", shard=True), 1e-5, 2e-2, 2),
+        ("T 8, H 1024, E 128, k 8 sigmoid bf16 indirect scatter",
+         _router_topk(8, 1024, 128, 8, "SIGMOID", True), 1e-5, 2e-2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
@@ -391,7 +420,7 @@ def main():
         commit = "unknown"
     print(f"NKI library {root} at {commit}")
     if os.environ.get("CHECK_NKI_LIBRARY_SHIMS"):
-        print("with the test-only stand-ins of scripts/test-shims on the path (neuron_dtypes)")
+        print("with the test-only stand-ins of scripts/test-shims on the path (neuron_dtypes, neuronxcc.nki.typing)")
     print("| kernel | case | result |")
     print("|---|---|---|")
     covered = set()

@@ -295,3 +295,23 @@ def test_dma_compute_misuse(rng):
     with pytest.raises(nisa.NkiValidationError, match=r"dma_compute: operand 'dst'.*PSUM: must be "
                        r"in HBM or SBUF, not PSUM"):
         _dma_compute_bad(a[:, :8].copy(), a[:, 8:].copy(), None, nl.add, True)
+
+
+@nki.jit
+def _copy_scalar_free_shapes(x):
+    # dst [P, 1, F] from data [P, F]: router_topk's index arithmetic
+    p, f = x.shape
+    a = nl.load(x)
+    c = nl.ndarray((p, 1, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(c, a)
+    s = nl.ndarray((p, 1, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(s, a, op0=nl.multiply, operand0=3.0)
+    nisa.tensor_tensor(s, s, c, op=nl.add)
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, s.reshape((p, f)))
+    return out
+
+
+def test_tensor_copy_and_scalar_same_free_size_other_shape(rng):
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    assert_close(_copy_scalar_free_shapes(x), 4.0 * x.astype(np.float64), atol=1e-6, rtol=1e-6)

@@ -247,6 +247,7 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
 
 def tensor_scalar(dst, data, op0, operand0=None, reverse0=False, op1=None, operand1=None,
                   reverse1=False, engine=engine.unknown, name=None):
+    dst, data = _free_shapes_matched(dst, data)
     default = _nkisim.Engine.Vector
     if op0 is rsqrt:
         # The unary op0 the reference allows here (GpSimd is the engine it names for it): one
@@ -462,6 +463,7 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None):
+    dst, src = _free_shapes_matched(dst, src)
     _isa.tensor_copy(_tile(dst, "tensor_copy", "dst"), _tile(src, "tensor_copy", "src"),
                      _engine(engine, _nkisim.Engine.Vector, "tensor_copy"))
     return _DONE
