@@ -249,6 +249,23 @@ def _router_topk(t_, h, e, k, act, indirect=False, shard=False):
     return make
 
 
+def _attention_bwd(b, hq, hkv, s, d, causal):
+    """q, k, v, dy [B, H, d, S] bf16; o and lse from the library's own forward reference
+    (compute_o_lse), as its tests make them; mixed precision, softmax scale 1.0 when causal."""
+    def make(t, g):
+        ref_mod = importlib.import_module(PKG + "attention.attention_bwd_torch")
+        bf = t.bfloat16
+        q, dy = (_randn(t, g, b, hq, d, s).to(bf) for _ in range(2))
+        k, v = (_randn(t, g, b, hkv, d, s).to(bf) for _ in range(2))
+        scale = 1.0 if causal else None
+        o, lse, _ = ref_mod.compute_o_lse(q, k, v, causal, True, softmax_scale=scale)
+        args = {"q_ref": q, "k_ref": k, "v_ref": v, "o_ref": o.to(bf), "dy_ref": dy,
+                "lse_ref": lse.float(), "use_causal_mask": causal, "mixed_precision": True,
+                "softmax_scale": scale}
+        return args, {n: (x.float() if isinstance(x, t.Tensor) else x) for n, x in args.items()}
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -298,6 +315,13 @@ CASES = [
          _router_topk(48, 1024, 128, 4, "SOFTMAX", shard=True), 1e-5, 2e-2, 2),
         ("T 8, H 1024, E 128, k 8 sigmoid bf16 indirect scatter",
          _router_topk(8, 1024, 128, 8, "SIGMOID", True), 1e-5, 2e-2),
+    ]),
+    ("attention.attention_bwd:attention_bwd", "attention.attention_bwd_torch:attention_bwd_torch_ref", [
+        # the library's attention_bwd tolerances: rtol 2e-2, atol 1e-5
+        ("q[1,2,64,512] kv heads 1 bf16 causal", _attention_bwd(1, 2, 1, 512, 64, True),
+         1e-5, 2e-2),
+        ("q[1,2,128,512] kv heads 2 bf16, LNC 2", _attention_bwd(1, 2, 2, 512, 128, False),
+         1e-5, 2e-2, 2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
