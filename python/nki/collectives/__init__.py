@@ -164,9 +164,92 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
             _coll.recv(d, int(source), i)
 
 
+def _bad(name, what):
+    return _nkisim.NkiValidationError(f"invalid argument: {name}: {what}")
+
+
+def _one_hbm(tensors, name, field):
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if len(tensors) != 1 or not isinstance(tensors[0], NkiTensor) or tensors[0].on_chip:
+        raise _bad(name, f"{field} must be exactly one HBM NkiTensor (the 0.6 reference's rule), "
+                         f"got {tensors!r}")
+    return tensors[0]
+
+
+def _flat(t, n):
+    """The first n elements of HBM tensor t as rows [n, 1] (the v-collectives count elements)."""
+    size = 1
+    for d in t.shape:
+        size *= d
+    return t.reshape((size, 1))[0:n, :]._h
+
+
+def _metadata(metadata_tensor, group, name, rows_needed):
+    """The uint32 metadata rows [rows, len(group)] as integer lists."""
+    if not isinstance(metadata_tensor, NkiTensor) or metadata_tensor.on_chip:
+        raise _bad(name, f"metadata_tensor must be an HBM NkiTensor, got {metadata_tensor!r}")
+    shape = tuple(metadata_tensor.shape)
+    if len(shape) != 2 or shape[0] < rows_needed or shape[0] > 4 or shape[1] != len(group):
+        raise _bad(name, f"metadata_tensor shape {shape} must be ({rows_needed}..4, "
+                         f"{len(group)}): rows of counts / displacements, one column per member "
+                         f"of the replica group {group}")
+    values = metadata_tensor.numpy().astype("int64")
+    return [list(map(int, row)) for row in values]
+
+
+def _running_sum(counts):
+    out, total = [], 0
+    for c in counts:
+        out.append(total)
+        total += c
+    return out
+
+
+def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """A variable all-to-all over flat element buffers (collectives/all_to_all_v.h): metadata row
+    0 the elements this rank sends each member, row 1 their displacements in src; row 2 (with
+    recv_counts_known) the elements expected from each member, row 3 (with has_rdispls) where
+    they land in dst. nkisim sends each member's elements in member order, so the displacements
+    must be the running sums of the counts; received elements are packed in member order."""
+    op = "all_to_all_v"
+    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
+    rank = _world()[0]
+    groups = _groups(replica_group)
+    group = next(g for g in groups if rank in g)
+    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
+    meta = _metadata(metadata_tensor, group, op, rows)
+    counts, displs = meta[0], meta[1]
+    if any(c < 0 for c in counts):
+        raise _bad(op, f"send counts {counts} (metadata row 0) must be >= 0")
+    if displs != _running_sum(counts):
+        raise _bad(op, f"send displacements {displs} (metadata row 1) must be the running sums "
+                       f"of the send counts {counts}: nkisim sends each member's elements in "
+                       f"member order")
+    total = sum(counts)
+    src_size = _size(src)
+    if total > src_size:
+        raise _bad(op, f"send counts {counts} sum to {total}, more than src's {src_size} elements")
+    recv = _coll.all_to_all_v(groups, _flat(src, total), counts, _flat(dst, _size(dst)))
+    if recv_counts_known and meta[2] != list(recv):
+        raise _bad(op, f"recv counts {meta[2]} (metadata row 2) differ from the counts the "
+                       f"members sent, {list(recv)}")
+    if has_rdispls and meta[rows - 1] != _running_sum(recv):
+        raise _bad(op, f"recv displacements {meta[rows - 1]} (metadata row {rows - 1}) must be "
+                       f"the running sums of the received counts {list(recv)}: nkisim packs "
+                       f"received elements in member order")
+
+
+def _size(t):
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
 _REASON_V = "variable-size (metadata tensor) collectives are not modelled"
 _REASON_IMPLICIT = "ring-channel permutes (implicit) are not modelled; use collective_permute"
-for _name, _reason in {"all_gather_v": _REASON_V, "all_to_all_v": _REASON_V,
+for _name, _reason in {"all_gather_v": _REASON_V,
                        "collective_permute_implicit": _REASON_IMPLICIT,
                        "collective_permute_implicit_reduce": _REASON_IMPLICIT,
                        "collective_permute_implicit_current_processing_rank_id": _REASON_IMPLICIT
