@@ -217,8 +217,11 @@ def _free_shapes_matched(*tensors):
     (dst [128, 112] with a broadcast view [128, 2, 56]: the access patterns walk the same
     elements in order) viewed at one free shape; other shapes are left for the instruction to
     refuse."""
+    first = tensors[0].shape if isinstance(tensors[0], NkiTensor) else None
+    if all(not isinstance(t, NkiTensor) or t.shape == first for t in tensors[1:]):
+        return tensors  # the common case: one shape, nothing to do
     shapes = {tuple(t.shape) for t in tensors if isinstance(t, NkiTensor)}
-    if len(shapes) < 2 or len({(s[0], _prod(s[1:])) for s in shapes}) != 1:
+    if len({(s[0], _prod(s[1:])) for s in shapes}) != 1:
         return tensors
     for target in sorted(shapes, key=len, reverse=True):
         try:
