@@ -1,4 +1,4 @@
-"""nki.collectives.all_to_all_v across the ranks of `nkisim python --ranks N`: rank i sends
+"""nki.collectives.all_to_all_v and all_gather_v across the ranks of `nkisim python --ranks N`: rank i sends
 member j count(i, j) elements (counts known only in the metadata tensor), every rank checks what
 it received against a plain numpy golden built from everyone's inputs, then the documented
 misuse errors. Prints one line per rank; exits 1 when a check fails. Run by test_collectives.py."""
@@ -34,6 +34,23 @@ def exchange(x, meta, world, out_len):
     return out
 
 
+@nki.jit
+def gather_v(x, meta, world, slot):
+    out = nl.ndarray((world * slot,), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather_v(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([list(range(world))]),
+                     metadata_tensor=meta)
+    return out
+
+
+def gather_golden(world, slot):
+    """Member s sends its elements [1, 1 + s + 1) (count s + 1 at displacement 1); slot s of
+    every rank's dst holds them, the rest of the slot stays 0."""
+    out = np.zeros(world * slot, dtype=np.float32)
+    for s in range(world):
+        out[s * slot:s * slot + s + 1] = rank_input(s, 8)[1:s + 2]
+    return out
+
+
 def golden(rank, world):
     parts = []
     for i in range(world):
@@ -64,6 +81,18 @@ def main():
         errors.append("no error for a short metadata tensor")
     except nki.isa.NkiValidationError as e:
         if "one column per member" not in str(e):
+            errors.append(str(e))
+    slot = world + 1
+    meta = np.array([[rank + 1] * world, [1] * world], dtype=np.uint32)
+    gathered = np.asarray(gather_v(rank_input(rank, 8), meta, world, slot))
+    if not np.array_equal(gathered, gather_golden(world, slot)):
+        errors.append(f"all_gather_v {gathered} want {gather_golden(world, slot)}")
+    try:  # a chunk larger than dst's slot
+        big = np.array([[slot + 1] * world, [0] * world], dtype=np.uint32)
+        gather_v(rank_input(rank, 8), big, world, slot)
+        errors.append("no error for a chunk larger than the slot")
+    except nki.isa.NkiValidationError as e:
+        if "exceeds dst's slot" not in str(e):
             errors.append(str(e))
     print(f"rank {rank}: {'OK' if ok and not errors else 'WRONG'} received {got[:want.size]} "
           f"want {want} {errors}", flush=True)

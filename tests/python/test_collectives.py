@@ -27,7 +27,7 @@ def test_a_failing_rank_ends_the_job():
     assert "rank 1 refuses" in out.stderr
 
 
-def test_all_to_all_v_across_ranks():
+def test_all_to_all_v_and_all_gather_v_across_ranks():
     # counts known only in the metadata tensor; each rank checks against a numpy golden, and
     # the misuse errors (displacements, metadata shape) on every rank
     out = _ranks(4, "collective_all_to_all_v.py", "4")

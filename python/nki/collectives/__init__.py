@@ -6,6 +6,8 @@ import atexit
 import dataclasses
 import sys
 
+import numpy as np
+
 from nki._runtime import _nkisim
 from nki import _api
 from nki.language._ops import add
@@ -240,6 +242,50 @@ def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=F
                        f"received elements in member order")
 
 
+def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """A variable all-gather over flat element buffers: each member sends the one chunk
+    src[displ : displ + count] (metadata rows 0 / 1, first column) to every member; dst is cut
+    into one equal slot per member and member s's chunk lands at the start of slot s. Run as an
+    all_to_all_v of that chunk to every member (the same bytes on the links; host copies stage
+    the chunk and place the received ones). With has_rdispls the receive displacements must be
+    the slot starts; with recv_counts_known the counts are checked against what arrived."""
+    op = "all_gather_v"
+    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
+    rank = _world()[0]
+    groups = _groups(replica_group)
+    group = next(g for g in groups if rank in g)
+    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
+    meta = _metadata(metadata_tensor, group, op, rows)
+    count, displ = meta[0][0], meta[1][0]
+    n, dst_size = len(group), _size(dst)
+    slot = dst_size // n
+    if count < 0 or displ < 0 or displ + count > _size(src):
+        raise _bad(op, f"send count {count} at displacement {displ} (metadata rows 0 / 1, first "
+                       f"column) must lie within src's {_size(src)} elements")
+    if count > slot:
+        raise _bad(op, f"send count {count} exceeds dst's slot of {slot} elements ({dst_size} "
+                       f"elements over {n} members)")
+    if has_rdispls and meta[rows - 1] != [s * slot for s in range(n)]:
+        raise _bad(op, f"recv displacements {meta[rows - 1]} (metadata row {rows - 1}) must be "
+                       f"the slot starts {[s * slot for s in range(n)]} in nkisim")
+    chunk = src.numpy().reshape(-1)[displ:displ + count]
+    stage_in = _nkisim.TensorView.create([n * count, 1], src._h.dtype, "all_gather_v_src")
+    stage_in.write(np.tile(chunk, n).reshape(n * count, 1).astype(np.float32))
+    stage_out = _nkisim.TensorView.create([max(n * slot, 1), 1], dst._h.dtype, "all_gather_v_dst")
+    recv = list(_coll.all_to_all_v(groups, stage_in, [count] * n, stage_out))
+    if recv_counts_known and meta[2] != recv:
+        raise _bad(op, f"recv counts {meta[2]} (metadata row 2) differ from the counts the "
+                       f"members sent, {recv}")
+    got = np.asarray(stage_out.read()).reshape(-1)
+    out = np.asarray(dst.numpy(), dtype=np.float32).reshape(-1).copy()
+    at = 0
+    for s_, c in enumerate(recv):
+        out[s_ * slot:s_ * slot + c] = got[at:at + c]
+        at += c
+    dst._h.write(out.reshape(tuple(dst.shape)))
+
+
 def _size(t):
     n = 1
     for d in t.shape:
@@ -247,9 +293,8 @@ def _size(t):
     return n
 
 
-_REASON_V = "variable-size (metadata tensor) collectives are not modelled"
 _REASON_IMPLICIT = "ring-channel permutes (implicit) are not modelled; use collective_permute"
-for _name, _reason in {"all_gather_v": _REASON_V,
+for _name, _reason in {
                        "collective_permute_implicit": _REASON_IMPLICIT,
                        "collective_permute_implicit_reduce": _REASON_IMPLICIT,
                        "collective_permute_implicit_current_processing_rank_id": _REASON_IMPLICIT
