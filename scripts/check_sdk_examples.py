@@ -101,13 +101,26 @@ def check_matmuls(root):
     return rows
 
 
+def missing_examples(root):
+    """The example files this script runs that are not under root/nki/examples."""
+    base = os.path.join(root, "nki", "examples")
+    return [rel for rel in EXAMPLES if not os.path.isfile(os.path.join(base, rel))]
+
+
 def main():
     root = os.path.abspath(sys.argv[1])
+    missing = missing_examples(root)
+    if missing:
+        print(f"check-sdk-examples: {root} is not a usable aws-neuron-sdk checkout: "
+              f"nki/examples lacks {', '.join(missing)} (the examples this script runs; "
+              "check out aws-neuron/aws-neuron-sdk whole)", file=sys.stderr)
+        sys.exit(2)
     commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     print(f"Neuron SDK {root} at {commit}")
     print("| example | result | detail |")
     print("|---|---|---|")
+    failed = 0
     for rel in EXAMPLES:
         path = os.path.join(root, "nki", "examples", rel)
         r = subprocess.run([sys.executable, os.path.basename(path)], cwd=os.path.dirname(path),
@@ -116,11 +129,17 @@ def main():
         last = tail[-1][:120] if tail else ""
         matches = [line for line in tail if "match" in line.lower()]
         detail = "; ".join(m.strip()[:60] for m in matches[:3]) or last
+        failed += r.returncode != 0
         print(f"| {rel} | {'runs' if r.returncode == 0 else 'ERROR'} | {detail} |", flush=True)
     for name, result, err in check_mamba(root):
+        failed += result != "PASS"
         print(f"| {name} | {result} | max error {err:.2g} of max abs |")
     for name, result, detail in check_matmuls(root):
+        failed += result != "PASS"
         print(f"| {name} | {result} | {detail} |", flush=True)
+    if failed:
+        print(f"check-sdk-examples: {failed} row(s) not runs / PASS", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

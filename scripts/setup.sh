@@ -3,6 +3,8 @@
 # quick), then configures and builds everything into build/. Run as root or with sudo available.
 #   bash scripts/setup.sh            # Release build in build/
 #   BUILD_DIR=out BUILD_TYPE=Debug bash scripts/setup.sh
+#   NKI_LIBRARY_TOOLS=1 bash scripts/setup.sh   # also what the NKI library's own references and
+#                                               # harness import that Debian ships (docs/nki-library.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,12 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-pytest  # the Python front end (nki), its tests
   python3-torch                       # torch inputs / outputs of nki kernels; the NKI library check
 )
+if [[ ${NKI_LIBRARY_TOOLS:-0} != 0 ]]; then
+  # scripts/check-nki-library.sh (rotational_topk imports scipy) and
+  # scripts/run-nki-library-tests.sh (the library's pytest harness)
+  packages+=(python3-scipy python3-boto3 python3-botocore python3-fabric python3-filelock
+             python3-paramiko python3-allpairspy python3-pytest-xdist)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -88,11 +88,13 @@ def run_kernel(fn, lnc, args, kwargs):
         results[prg_id] = fn(*new_args, **new_kwargs)
 
     _runtime.shared["hbm"] = _runtime.SharedHbm()
+    _runtime.shared["placed"] = {}
     _nkisim.set_timing_only(timing_only())
     try:
         run.run(body)
     finally:
         _runtime.shared["hbm"] = None
+        _runtime.shared["placed"] = None
         _nkisim.set_timing_only(False)
     for arg in arrays:
         arg.write_back()

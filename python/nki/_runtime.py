@@ -61,7 +61,22 @@ class SharedHbm:
         return t
 
 
-shared = {"hbm": None}
+shared = {"hbm": None, "placed": None}
+
+
+def placed_tile(key, make):
+    """The on-chip tile a kernel placed at an explicit address (nl.ndarray(address=...)), key
+    (memory, address, shape, dtype): the same address, shape and dtype as the last tile placed
+    there in one program is the same storage (kernels reuse PSUM banks this way: attention_cte
+    puts a tile per loop step at one of four bank addresses). Another shape or dtype at that
+    address is a new tile, and the last one is released when the kernel drops it."""
+    placed = shared["placed"]
+    if placed is None:
+        return make()
+    where, what = (_nkisim.program_id(),) + key[:2], key[2:]
+    if where not in placed or placed[where][0] != what:
+        placed[where] = (what, make())  # another tile at that address replaces the last one
+    return placed[where][1]
 
 
 def shared_allocation(shape, dtype, name, make):

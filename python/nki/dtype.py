@@ -35,8 +35,20 @@ class DType:
     def __hash__(self):
         return hash(self.name)
 
+    @property
+    def dtype(self):
+        """The numpy dtype of the same values, so that numpy takes an NKI dtype where it takes
+        its own (``np.zeros(shape, dtype=nl.float32)``, as test code written for NKI does).
+        TypeError for a dtype numpy lacks (bfloat16, the fp8 and x4 dtypes)."""
+        if self.name not in _NUMPY_NAMES:
+            raise TypeError(f"nl.{self.name} has no numpy dtype (numpy lacks it; nkisim's arrays "
+                            f"carry it as described in nki/_arrays.py)")
+        return np.dtype(_NUMPY_NAMES[self.name])
+
 
 _C = _nkisim.DType
+_NUMPY_NAMES = {"float32": "float32", "float16": "float16", "int8": "int8", "uint8": "uint8",
+                "int32": "int32", "uint16": "uint16", "uint32": "uint32", "bool_": "bool"}
 float32 = DType("float32", _C.fp32)
 bfloat16 = DType("bfloat16", _C.bf16)
 float16 = DType("float16", _C.fp16)

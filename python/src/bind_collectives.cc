@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/all_to_all_v.h"
 #include "collectives/collectives.h"
 #include "collectives/communicator.h"
 #include "collectives/topology.h"
@@ -185,6 +186,14 @@ void BindCollectives(py::module_& m) {
       "all_to_all",
       [](const Groups& g, const TensorView& in, const TensorView& out, int dim) {
         collectives::all_to_all(Context(), GroupOf(g), in, out, dim);
+      },
+      no_gil);
+  // Returns the rows received from each group member (collectives/all_to_all_v.h).
+  c.def(
+      "all_to_all_v",
+      [](const Groups& g, const TensorView& in, const std::vector<int64_t>& send_rows,
+         const TensorView& out) {
+        return collectives::all_to_all_v(Context(), GroupOf(g), in, send_rows, out).recv_rows;
       },
       no_gil);
   c.def(

@@ -17,6 +17,8 @@
 #include "runtime/nisa/scalar_reduce.h"
 #include "runtime/nisa/partition_reduce.h"
 #include "runtime/nisa/range_select.h"
+#include "runtime/nisa/dma_transpose_sbuf.h"
+#include "runtime/nisa/dma_compute.h"
 
 namespace nkisim::python {
 namespace {
@@ -63,9 +65,17 @@ void BindDma(py::module_& m) {
   DefDmaCopy<TensorView, Tile>(m);
   DefDmaCopy<Tile, Tile>(m);
   DefDmaCopy<TensorView, TensorView>(m);
-  DefNoGil(m, "dma_transpose", &nisa::dma_transpose, py::arg("dst"), py::arg("src"),
-           py::arg("mode") = nisa::DgeMode::kAuto);
+  // HBM -> SBUF first (the common load), then SBUF -> SBUF (runtime/nisa/dma_transpose_sbuf.h)
+  DefNoGil(m, "dma_transpose",
+           static_cast<void (*)(const Tile&, const TensorView&, nisa::DgeMode)>(
+               &nisa::dma_transpose),
+           py::arg("dst"), py::arg("src"), py::arg("mode") = nisa::DgeMode::kAuto);
+  DefNoGil(m, "dma_transpose",
+           static_cast<void (*)(const Tile&, const Tile&, nisa::DgeMode)>(&nisa::dma_transpose),
+           py::arg("dst"), py::arg("src"), py::arg("mode") = nisa::DgeMode::kAuto);
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
+  DefNoGil(m, "dma_compute", &nisa::dma_compute, py::arg("dst"), py::arg("srcs"),
+           py::arg("scales"));
 }
 
 void BindPe(py::module_& m) {

@@ -5,8 +5,16 @@
 nki_python_run() {
   local marker=$1 runner=$2 what=$3
   shift 3
-  if [[ $# -ne 1 || ! -d "$1/$marker" ]]; then
+  if [[ $# -ne 1 ]]; then
     echo "usage: $0 PATH-TO-$what-CHECKOUT" >&2
+    exit 2
+  fi
+  if [[ ! -d "$1" ]]; then
+    echo "$0: checkout path '$1': no such directory (want a checkout of $what)" >&2
+    exit 2
+  fi
+  if [[ ! -d "$1/$marker" ]]; then
+    echo "$0: checkout path '$1' has no $marker/: not a checkout of $what" >&2
     exit 2
   fi
   local here build

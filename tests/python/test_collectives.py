@@ -25,3 +25,11 @@ def test_a_failing_rank_ends_the_job():
     out = _ranks(2, "collective_failure.py")
     assert out.returncode != 0
     assert "rank 1 refuses" in out.stderr
+
+
+def test_all_to_all_v_and_all_gather_v_across_ranks():
+    # counts known only in the metadata tensor; each rank checks against a numpy golden, and
+    # the misuse errors (displacements, metadata shape) on every rank
+    out = _ranks(4, "collective_all_to_all_v.py", "4")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count(": OK ") == 4 and "WRONG" not in out.stdout, out.stdout

@@ -182,3 +182,21 @@ def test_nkiobject_dataclass_takes_unannotated_attributes_as_fields():
     assert (p.size, p.index, p.offset, p.total()) == (4, 3, 5, 9)
     assert Params().index is None
     assert [f.name for f in dataclasses.fields(Params)] == ["size", "index", "offset"]
+
+
+def test_nc_version_is_ordered():
+    # kernels branch on `nisa.get_nc_version() <= nisa.nc_version.gen2` (the NKI library's sort)
+    import nki.isa as nisa
+    assert nisa.nc_version.gen2 < nisa.nc_version.gen3 < nisa.nc_version.gen4
+    assert not nisa.get_nc_version() <= nisa.nc_version.gen2
+
+
+def test_nki_dtypes_are_numpy_dtypes_where_numpy_has_them():
+    # test code written for NKI makes arrays with NKI dtypes: np.zeros(shape, dtype=nl.float32)
+    import numpy as np
+    import nki.language as nl
+    assert np.zeros(3, dtype=nl.float32).dtype == np.float32
+    assert np.zeros(3, dtype=nl.uint32).dtype == np.uint32
+    assert np.arange(4).astype(nl.float16).dtype == np.float16
+    with pytest.raises(TypeError):
+        np.zeros(3, dtype=nl.bfloat16)  # numpy has no bfloat16

@@ -89,7 +89,7 @@ def test_sendrecv_outside_lnc2():
     lambda: nisa.local_gather(dst=None, src_buffer=None, index=None),
     lambda: nisa.topk(None, None, None, 8),
     lambda: nl.prelu(None),
-    lambda: ncc.all_gather_v([], [], None, None),
+    lambda: ncc.collective_permute_implicit([], [], None),
 ])
 def test_unimplemented_api_names_itself_and_the_version(call):
     with pytest.raises(NotImplementedError, match="NKI 0.6"):

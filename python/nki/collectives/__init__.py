@@ -6,6 +6,8 @@ import atexit
 import dataclasses
 import sys
 
+import numpy as np
+
 from nki._runtime import _nkisim
 from nki import _api
 from nki.language._ops import add
@@ -164,9 +166,135 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
             _coll.recv(d, int(source), i)
 
 
-_REASON_V = "variable-size (metadata tensor) collectives are not modelled"
+def _bad(name, what):
+    return _nkisim.NkiValidationError(f"invalid argument: {name}: {what}")
+
+
+def _one_hbm(tensors, name, field):
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if len(tensors) != 1 or not isinstance(tensors[0], NkiTensor) or tensors[0].on_chip:
+        raise _bad(name, f"{field} must be exactly one HBM NkiTensor (the 0.6 reference's rule), "
+                         f"got {tensors!r}")
+    return tensors[0]
+
+
+def _flat(t, n):
+    """The first n elements of HBM tensor t as rows [n, 1] (the v-collectives count elements)."""
+    size = 1
+    for d in t.shape:
+        size *= d
+    return t.reshape((size, 1))[0:n, :]._h
+
+
+def _metadata(metadata_tensor, group, name, rows_needed):
+    """The uint32 metadata rows [rows, len(group)] as integer lists."""
+    if not isinstance(metadata_tensor, NkiTensor) or metadata_tensor.on_chip:
+        raise _bad(name, f"metadata_tensor must be an HBM NkiTensor, got {metadata_tensor!r}")
+    shape = tuple(metadata_tensor.shape)
+    if len(shape) != 2 or shape[0] < rows_needed or shape[0] > 4 or shape[1] != len(group):
+        raise _bad(name, f"metadata_tensor shape {shape} must be ({rows_needed}..4, "
+                         f"{len(group)}): rows of counts / displacements, one column per member "
+                         f"of the replica group {group}")
+    values = metadata_tensor.numpy().astype("int64")
+    return [list(map(int, row)) for row in values]
+
+
+def _running_sum(counts):
+    out, total = [], 0
+    for c in counts:
+        out.append(total)
+        total += c
+    return out
+
+
+def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """A variable all-to-all over flat element buffers (collectives/all_to_all_v.h): metadata row
+    0 the elements this rank sends each member, row 1 their displacements in src; row 2 (with
+    recv_counts_known) the elements expected from each member, row 3 (with has_rdispls) where
+    they land in dst. nkisim sends each member's elements in member order, so the displacements
+    must be the running sums of the counts; received elements are packed in member order."""
+    op = "all_to_all_v"
+    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
+    rank = _world()[0]
+    groups = _groups(replica_group)
+    group = next(g for g in groups if rank in g)
+    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
+    meta = _metadata(metadata_tensor, group, op, rows)
+    counts, displs = meta[0], meta[1]
+    if any(c < 0 for c in counts):
+        raise _bad(op, f"send counts {counts} (metadata row 0) must be >= 0")
+    if displs != _running_sum(counts):
+        raise _bad(op, f"send displacements {displs} (metadata row 1) must be the running sums "
+                       f"of the send counts {counts}: nkisim sends each member's elements in "
+                       f"member order")
+    total = sum(counts)
+    src_size = _size(src)
+    if total > src_size:
+        raise _bad(op, f"send counts {counts} sum to {total}, more than src's {src_size} elements")
+    recv = _coll.all_to_all_v(groups, _flat(src, total), counts, _flat(dst, _size(dst)))
+    if recv_counts_known and meta[2] != list(recv):
+        raise _bad(op, f"recv counts {meta[2]} (metadata row 2) differ from the counts the "
+                       f"members sent, {list(recv)}")
+    if has_rdispls and meta[rows - 1] != _running_sum(recv):
+        raise _bad(op, f"recv displacements {meta[rows - 1]} (metadata row {rows - 1}) must be "
+                       f"the running sums of the received counts {list(recv)}: nkisim packs "
+                       f"received elements in member order")
+
+
+def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """A variable all-gather over flat element buffers: each member sends the one chunk
+    src[displ : displ + count] (metadata rows 0 / 1, first column) to every member; dst is cut
+    into one equal slot per member and member s's chunk lands at the start of slot s. Run as an
+    all_to_all_v of that chunk to every member (the same bytes on the links; host copies stage
+    the chunk and place the received ones). With has_rdispls the receive displacements must be
+    the slot starts; with recv_counts_known the counts are checked against what arrived."""
+    op = "all_gather_v"
+    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
+    rank = _world()[0]
+    groups = _groups(replica_group)
+    group = next(g for g in groups if rank in g)
+    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
+    meta = _metadata(metadata_tensor, group, op, rows)
+    count, displ = meta[0][0], meta[1][0]
+    n, dst_size = len(group), _size(dst)
+    slot = dst_size // n
+    if count < 0 or displ < 0 or displ + count > _size(src):
+        raise _bad(op, f"send count {count} at displacement {displ} (metadata rows 0 / 1, first "
+                       f"column) must lie within src's {_size(src)} elements")
+    if count > slot:
+        raise _bad(op, f"send count {count} exceeds dst's slot of {slot} elements ({dst_size} "
+                       f"elements over {n} members)")
+    if has_rdispls and meta[rows - 1] != [s * slot for s in range(n)]:
+        raise _bad(op, f"recv displacements {meta[rows - 1]} (metadata row {rows - 1}) must be "
+                       f"the slot starts {[s * slot for s in range(n)]} in nkisim")
+    chunk = src.numpy().reshape(-1)[displ:displ + count]
+    stage_in = _nkisim.TensorView.create([n * count, 1], src._h.dtype, "all_gather_v_src")
+    stage_in.write(np.tile(chunk, n).reshape(n * count, 1).astype(np.float32))
+    stage_out = _nkisim.TensorView.create([max(n * slot, 1), 1], dst._h.dtype, "all_gather_v_dst")
+    recv = list(_coll.all_to_all_v(groups, stage_in, [count] * n, stage_out))
+    if recv_counts_known and meta[2] != recv:
+        raise _bad(op, f"recv counts {meta[2]} (metadata row 2) differ from the counts the "
+                       f"members sent, {recv}")
+    got = np.asarray(stage_out.read()).reshape(-1)
+    out = np.asarray(dst.numpy(), dtype=np.float32).reshape(-1).copy()
+    at = 0
+    for s_, c in enumerate(recv):
+        out[s_ * slot:s_ * slot + c] = got[at:at + c]
+        at += c
+    dst._h.write(out.reshape(tuple(dst.shape)))
+
+
+def _size(t):
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
 _REASON_IMPLICIT = "ring-channel permutes (implicit) are not modelled; use collective_permute"
-for _name, _reason in {"all_gather_v": _REASON_V, "all_to_all_v": _REASON_V,
+for _name, _reason in {
                        "collective_permute_implicit": _REASON_IMPLICIT,
                        "collective_permute_implicit_reduce": _REASON_IMPLICIT,
                        "collective_permute_implicit_current_processing_rank_id": _REASON_IMPLICIT

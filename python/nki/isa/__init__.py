@@ -2,6 +2,8 @@
 (runtime/nisa/*.h), with its operand rules, result and cost on the current core's timeline. A
 broken rule raises NkiValidationError (an AssertionError, as the NKI simulator guide shows) with
 the runtime's message: instruction, operand, shape, dtype, memory and the rule."""
+import itertools
+
 from nki import _api, _runtime
 from nki._runtime import _nkisim
 from nki import dtype as _dtypes
@@ -85,14 +87,56 @@ _DGE = {dge_mode.unknown: _nkisim.DgeMode.auto, dge_mode.hwdge: _nkisim.DgeMode.
         dge_mode.swdge: _nkisim.DgeMode.software, dge_mode.none: _nkisim.DgeMode.auto}
 
 
+def _transpose_pairs(dst, src):
+    """The 2-D transposes a dma_transpose is: [R, C] -> [C, R] itself; a 3-D / 4-D one swaps the
+    first and last dims ([R, i, j, C] -> [C, i, j, R], the NKI library's attention kernels), one
+    2-D transpose per index of the middle dims (each its own DMA)."""
+    ss, ds = tuple(src.shape), tuple(dst.shape)
+    if len(ss) == 2 and len(ds) == 2:
+        return [(dst, src)]
+    if len(ss) != len(ds) or not 3 <= len(ss) <= 4 or ss[1:-1] != ds[1:-1] or (
+            ss[0], ss[-1]) != (ds[-1], ds[0]):
+        raise NkiValidationError(
+            f"invalid argument: dma_transpose: src {ss} -> dst {ds}: a 3-D / 4-D transpose "
+            f"swaps the first and last dims ([R, ..., C] -> [C, ..., R], middle dims equal)")
+    pairs = []
+    for idx in itertools.product(*(range(n) for n in ss[1:-1])):
+        sel = (slice(None),) + idx + (slice(None),)
+        d, s_ = dst[sel], src[sel]  # integer indices drop the middle dims
+        pairs.append((d if len(d.shape) == 2 else d.reshape((ds[0], ds[-1])),
+                      s_ if len(s_.shape) == 2 else s_.reshape((ss[0], ss[-1]))))
+    return pairs
+
+
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
-    """dst[C, R] (SBUF) = src[R, C]^T (HBM) by the DMA's descriptor-generation engine."""
-    if axes is not None and tuple(axes) != (1, 0):
-        raise _api.unsupported_error("nki.isa.dma_transpose(axes != (1, 0))",
-                                     "only the 2-D transpose is modelled")
-    _isa.dma_transpose(_tile(dst, "dma_transpose", "dst"), _t(src, "dma_transpose", "src"),
-                       _DGE[dge_mode])
+    """dst[C, R] (SBUF) = src[R, C]^T (HBM or SBUF) by the DMA's descriptor-generation engine;
+    3-D / 4-D views swap their first and last dims."""
+    n = len(src.shape)
+    if axes is not None and tuple(axes) != (n - 1,) + tuple(range(1, n - 1)) + (0,):
+        raise _api.unsupported_error(f"nki.isa.dma_transpose(axes={tuple(axes)})",
+                                     "only the transpose that swaps the first and last dims "
+                                     "is modelled")
+    for d, s in _transpose_pairs(dst, src):
+        _isa.dma_transpose(_tile(d, "dma_transpose", "dst"), _t(s, "dma_transpose", "src"),
+                           _DGE[dge_mode])
+    return _DONE
+
+
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True,
+                oob_mode=oob_mode.error, name=None):
+    """dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ... on the DMA engines, in fp32
+    (runtime/nisa/dma_compute.h); operands in HBM or SBUF. NKI 0.6: reduce_op nl.add, scales
+    1.0 (None: all 1.0)."""
+    if reduce_op is not None and alu_of(reduce_op, "dma_compute",
+                                        "reduce_op") != _nkisim.AluOp.add:
+        raise NkiValidationError(
+            f"invalid argument: dma_compute: reduce_op={getattr(reduce_op, '__name__', reduce_op)}"
+            f": only nl.add is supported")
+    srcs = list(srcs)
+    scales = [1.0] * len(srcs) if scales is None else [float(x) for x in scales]
+    _isa.dma_compute(_t(dst, "dma_compute", "dst"),
+                     [_t(x, "dma_compute", f"srcs[{i}]") for i, x in enumerate(srcs)], scales)
     return _DONE
 
 
@@ -168,7 +212,35 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
 
 
 # --- Vector / Scalar / GpSimd ----------------------------------------------------------------
+def _free_shapes_matched(*tensors):
+    """Operands of one elementwise instruction whose free dims differ in shape but not in size
+    (dst [128, 112] with a broadcast view [128, 2, 56]: the access patterns walk the same
+    elements in order) viewed at one free shape; other shapes are left for the instruction to
+    refuse."""
+    first = tensors[0].shape if isinstance(tensors[0], NkiTensor) else None
+    if all(not isinstance(t, NkiTensor) or t.shape == first for t in tensors[1:]):
+        return tensors  # the common case: one shape, nothing to do
+    shapes = {tuple(t.shape) for t in tensors if isinstance(t, NkiTensor)}
+    if len({(s[0], _prod(s[1:])) for s in shapes}) != 1:
+        return tensors
+    for target in sorted(shapes, key=len, reverse=True):
+        try:
+            return tuple(t.reshape(target) if isinstance(t, NkiTensor) and tuple(t.shape) != target
+                         else t for t in tensors)
+        except NkiValidationError:
+            continue
+    return tensors
+
+
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
+    dst, data1, data2 = _free_shapes_matched(dst, data1, data2)
     default = _nkisim.Engine.GpSimd if op is power else _nkisim.Engine.Vector
     _isa.tensor_tensor(_tile(dst, "tensor_tensor", "dst"), _tile(data1, "tensor_tensor", "data1"),
                        _tile(data2, "tensor_tensor", "data2"), alu_of(op, "tensor_tensor"),
@@ -178,6 +250,7 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
 
 def tensor_scalar(dst, data, op0, operand0=None, reverse0=False, op1=None, operand1=None,
                   reverse1=False, engine=engine.unknown, name=None):
+    dst, data = _free_shapes_matched(dst, data)
     default = _nkisim.Engine.Vector
     if op0 is rsqrt:
         # The unary op0 the reference allows here (GpSimd is the engine it names for it): one
@@ -393,6 +466,7 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None):
+    dst, src = _free_shapes_matched(dst, src)
     _isa.tensor_copy(_tile(dst, "tensor_copy", "dst"), _tile(src, "tensor_copy", "src"),
                      _engine(engine, _nkisim.Engine.Vector, "tensor_copy"))
     return _DONE
@@ -493,7 +567,7 @@ def core_barrier(data, cores, engine=engine.gpsimd, name=None):
 _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
-        "dma_compute": _NO_INSTRUCTION, "exponential": _NO_INSTRUCTION,
+        "exponential": _NO_INSTRUCTION,
         "local_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,

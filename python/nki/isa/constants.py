@@ -46,7 +46,8 @@ class matmul_perf_mode(enum.Enum):
     double_row = "double_row"
 
 
-class nc_version(enum.Enum):
+class nc_version(enum.IntEnum):
+    """Ordered: kernels branch on ``nisa.get_nc_version() <= nisa.nc_version.gen2``."""
     gen2 = 2
     gen3 = 3
     gen4 = 4

@@ -86,8 +86,24 @@ def ndarray(shape, dtype, buffer=_dtypes.sbuf, name="", address=None):
     dtype = _dtypes.resolve(dtype)
     if _dtypes.is_hbm(buffer):
         return _hbm(shape, dtype, buffer, name)
-    tile = _nl.ndarray(_tile_shape(shape), dtype.c, _dtypes.is_psum(buffer), name or "ndarray")
+    psum = _dtypes.is_psum(buffer)
+    make = lambda: _nl.ndarray(_tile_shape(shape), dtype.c, psum, name or "ndarray")  # noqa: E731
+    if address is not None:
+        tile = _runtime.placed_tile((psum, _address(address), tuple(_shape(shape)), dtype.name),
+                                    make)
+    else:
+        tile = make()
     return NkiTensor(tile, _dtypes._region(buffer), name)
+
+
+def _address(address):
+    """nl.ndarray's address=(partition, byte offset) (or a byte offset): integers >= 0."""
+    parts = tuple(address) if isinstance(address, (tuple, list)) else (0, address)
+    if len(parts) != 2 or not all(isinstance(a, int) and a >= 0 for a in parts):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: nl.ndarray: address={address!r} must be (partition, byte offset) "
+            f"with non-negative integers")
+    return parts
 
 
 def full(shape, fill_value, dtype, buffer=_dtypes.sbuf, name=""):

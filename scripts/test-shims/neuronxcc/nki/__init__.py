@@ -1,0 +1,1 @@
+"""TEST-ONLY: `neuronxcc.nki` holds only `typing` here (scripts/test-shims/README.md)."""
