@@ -148,7 +148,11 @@ Tile LoadHidden(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInput
   if (p.residual2.valid()) {
     Tile sum = core.AllocateSbuf("residual_sum", view.shape(), DType::kFloat32);
     nisa::tensor_tensor(sum, x, r, AluOp::kAdd);
-    load(r, p.residual2);
+    if (cfg.mx()) {
+      LoadMxRows(core, cfg, r, p.residual2, slab);
+    } else {
+      DmaInPieces(r, slab.Of(p.residual2, cfg), 1);
+    }
     nisa::tensor_tensor(x, sum, r, AluOp::kAdd);
   } else {  // one residual (the MLP's): one add
     nisa::tensor_tensor(x, x, r, AluOp::kAdd);

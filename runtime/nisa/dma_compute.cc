@@ -5,6 +5,7 @@
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
+#include "runtime/nisa/dma_descriptors.h"
 #include "runtime/nisa/issue.h"
 #include "runtime/sim_mode.h"
 
@@ -48,7 +49,7 @@ bool InHbm(const DmaOperand& x) { return std::holds_alternative<TensorView>(x); 
 void dma_compute(const DmaOperand& dst, const std::vector<DmaOperand>& srcs,
                  const std::vector<float>& scales) {
   NeuronCore& core = CurrentCore();
-  Issue issue(kInst, core.EarliestDmaQueue());
+  Issue issue(kInst, DmaQueue(core.EarliestDmaQueue()));
   for (const DmaOperand& s : srcs) std::visit([&](const auto& v) { issue.Reads("srcs", v); }, s);
   std::visit([&](const auto& v) { issue.Writes("dst", v); }, dst);
   if (srcs.empty()) {
@@ -100,11 +101,21 @@ void dma_compute(const DmaOperand& dst, const std::vector<DmaOperand>& srcs,
     bytes += Bytes(s);
     if (InHbm(s)) hbm_bytes += Bytes(s);
   }
+  // On the engines by the partitions of its on-chip operand (dst's, else the first SBUF source's);
+  // HBM only: the outer rows over the engines in order, as an HBM -> HBM copy.
+  const Tile* chip = std::get_if<Tile>(&dst);
+  for (size_t i = 0; chip == nullptr && i < srcs.size(); ++i) chip = std::get_if<Tile>(&srcs[i]);
+  if (chip != nullptr) {
+    FinishDmaOnChip(issue, 0.0, *chip, bytes, hbm_bytes, 1.0);
+    return;
+  }
+  DmaRequest request;
+  request.hbm_bytes = hbm_bytes;
   const HardwareProfile& prof = issue.profile();
-  const double start = issue.Start();
-  double end = start + DmaQueueNs(prof, bytes);
-  if (hbm_bytes > 0) end = std::max(end, core.ReserveHbm(start + prof.dma_fixed_ns(), hbm_bytes));
-  issue.Finish(start, end, bytes, 0);
+  const int64_t rows = std::clamp<int64_t>(bytes / prof.dma_descriptor_max_bytes(), 1, prof.dma_engines());
+  const int64_t row = std::max<int64_t>(1, bytes / rows);
+  request.split = SplitOverEngines(prof, 0, rows, row, row, false, false);
+  issue.FinishTransfer(request, bytes);
 }
 
 }  // namespace nkisim::nisa

@@ -22,10 +22,19 @@ std::string DescribeHbm(const TensorView& v) {
         StrCat(inst, ": operand '", operand, "' ", DescribeHbm(v), ": ", rule));
 }
 
-// The transfer of `bytes` into or out of the on-chip tile `chip` (rows = its partitions), no
-// earlier than earliest_ns, at `efficiency` of the engines' rate; `hbm_bytes` cross the HBM port.
-void FinishDma(Issue& issue, double earliest_ns, const Tile& chip, int64_t bytes, int64_t hbm_bytes,
-               double efficiency) {
+int64_t Bytes(const Tile& t) { return t.numel() * static_cast<int64_t>(SizeOf(t.dtype())); }
+
+}  // namespace
+
+double GenerateDgeDescriptors(int64_t elements) {
+  Issue issue("dge_descriptors", Engine::kGpSimd);
+  const int64_t per_lane =
+      (elements + issue.profile().partitions() - 1) / issue.profile().partitions();
+  return issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, per_lane, false), 0, 0);
+}
+
+double FinishDmaOnChip(Issue& issue, double earliest_ns, const Tile& chip, int64_t bytes,
+                       int64_t hbm_bytes, double efficiency) {
   DmaRequest request;
   request.ready_ns = earliest_ns;
   request.hbm_bytes = hbm_bytes;
@@ -33,20 +42,8 @@ void FinishDma(Issue& issue, double earliest_ns, const Tile& chip, int64_t bytes
   const int64_t row = std::max<int64_t>(1, bytes / chip.partitions());
   request.split = SplitOverEngines(issue.profile(), chip.partition_start(), chip.partitions(), row,
                                    row, false, true);
-  issue.FinishTransfer(request, bytes);
+  return issue.FinishTransfer(request, bytes);
 }
-
-int64_t Bytes(const Tile& t) { return t.numel() * static_cast<int64_t>(SizeOf(t.dtype())); }
-
-// GpSimd writes one descriptor per element; returns when they are ready for the DMA.
-double GenerateDescriptors(int64_t elements) {
-  Issue issue("dge_descriptors", Engine::kGpSimd);
-  const int64_t per_lane =
-      (elements + issue.profile().partitions() - 1) / issue.profile().partitions();
-  return issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, per_lane, false), 0, 0);
-}
-
-}  // namespace
 
 const char* DgeModeName(DgeMode mode) {
   static constexpr const char* kNames[] = {"auto", "hardware", "software"};
@@ -84,7 +81,7 @@ void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode) {
   }
   // The queue was picked above; the descriptor writer runs on GpSimd and gates the DMA's start.
   const bool software = mode == DgeMode::kSoftware || !hw_violation.empty();
-  const double descriptors_ready = software ? GenerateDescriptors(src.numel()) : 0.0;
+  const double descriptors_ready = software ? GenerateDgeDescriptors(src.numel()) : 0.0;
 
   const std::vector<float> values = Functional() ? src.ToFloats() : std::vector<float>();
   float* column = ScratchRow(0, rows);
@@ -94,7 +91,7 @@ void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode) {
   }
   // The engines transpose at dma_transpose_hbm_efficiency of their copy rate.
   const int64_t bytes = std::max(src.size_bytes(), Bytes(dst));
-  FinishDma(issue, descriptors_ready, dst, bytes, src.size_bytes(),
+  FinishDmaOnChip(issue, descriptors_ready, dst, bytes, src.size_bytes(),
             core.profile().dma_transpose_hbm_efficiency());
 }
 
@@ -137,7 +134,7 @@ void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src
     }
   }
   // Each row is read and written back: twice the rows' bytes cross the port; one descriptor a row.
-  FinishDma(issue, 0.0, src, n * m * width, 2 * n * m * width, 1.0);
+  FinishDmaOnChip(issue, 0.0, src, n * m * width, 2 * n * m * width, 1.0);
 }
 
 }  // namespace nkisim::nisa

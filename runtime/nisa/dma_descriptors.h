@@ -42,4 +42,15 @@ void dma_transpose(const Tile& dst, const TensorView& src, DgeMode mode = DgeMod
 // N partitions and M elements per partition; every index in [0, R).
 void dma_scatter_add(const TensorView& dst, const Tile& indices, const Tile& src);
 
+class Issue;
+// Shared by the DMA instructions that write descriptors element by element or reach the engines
+// from a run-time shape (dma_transpose's SBUF form, dma_compute):
+// GpSimd writes one descriptor per element; returns when they are ready for the DMA.
+double GenerateDgeDescriptors(int64_t elements);
+// The transfer of `bytes` into or out of the on-chip tile `chip` (its partitions split over the
+// engines, one run a partition), no earlier than earliest_ns, at `efficiency` of the engines'
+// rate; `hbm_bytes` cross the HBM port. Returns the completion time.
+double FinishDmaOnChip(Issue& issue, double earliest_ns, const Tile& chip, int64_t bytes,
+                       int64_t hbm_bytes, double efficiency);
+
 }  // namespace nkisim::nisa

@@ -27,20 +27,11 @@ std::string HardwareDgeViolation(const Tile& src, int64_t partitions) {
   return "";
 }
 
-// GpSimd writes one descriptor per element; returns when they are ready for the DMA.
-double GenerateDescriptors(int64_t elements) {
-  Issue issue("dge_descriptors", Engine::kGpSimd);
-  const int64_t lanes = issue.profile().partitions();
-  return issue.Commit(ComputeOpNs(issue.profile(), Engine::kGpSimd, (elements + lanes - 1) / lanes,
-                                  false),
-                      0, 0);
-}
-
 }  // namespace
 
 void dma_transpose(const Tile& dst, const Tile& src, DgeMode mode) {
   NeuronCore& core = CurrentCore();
-  Issue issue(kInst, core.EarliestDmaQueue());
+  Issue issue(kInst, DmaQueue(core.EarliestDmaQueue()));
   issue.Reads("src", src).Writes("dst", dst);
   if (src.memory() != MemorySpace::kSbuf) {
     Illegal(kInst, "src", src, "must be in SBUF (or HBM) for a DMA transpose, not PSUM");
@@ -55,7 +46,7 @@ void dma_transpose(const Tile& dst, const Tile& src, DgeMode mode) {
     Illegal(kInst, "src", src, StrCat(hw_violation, " (hardware DGE rule)"));
   }
   const bool software = mode == DgeMode::kSoftware || !hw_violation.empty();
-  const double descriptors_ready = software ? GenerateDescriptors(src.numel()) : 0.0;
+  const double descriptors_ready = software ? GenerateDgeDescriptors(src.numel()) : 0.0;
 
   if (Functional()) {
     const std::vector<float> values = src.ToFloats();  // [rows][cols]
@@ -67,8 +58,9 @@ void dma_transpose(const Tile& dst, const Tile& src, DgeMode mode) {
   }
   const int64_t bytes = std::max(src.numel() * static_cast<int64_t>(SizeOf(src.dtype())),
                                  dst.numel() * static_cast<int64_t>(SizeOf(dst.dtype())));
-  const double start = std::max(issue.Start(), descriptors_ready);
-  issue.Finish(start, start + DmaQueueNs(issue.profile(), bytes), bytes, 0);
+  // SBUF -> SBUF: split by dst's partitions, at the engines' transpose rate.
+  FinishDmaOnChip(issue, descriptors_ready, dst, bytes, 0,
+                  issue.profile().dma_transpose_hbm_efficiency());
 }
 
 }  // namespace nkisim::nisa
