@@ -3,8 +3,10 @@
 two nkisim builds price them (e.g. the one-queue DMA model before, the engine model after), side
 by side, with the per-layer time the published TPOT leaves for the layers.
 
-Usage: /usr/bin/python3 scripts/validation-breakdown.py BEFORE_NKISIM AFTER_NKISIM
-(the rows come from scripts/validate-published.sh --rows)."""
+Usage: /usr/bin/python3 scripts/validation-breakdown.py BEFORE_NKISIM AFTER_NKISIM [BEFORE_HW_DIR]
+(the rows come from scripts/validate-published.sh --rows). BEFORE_HW_DIR holds the hardware
+profiles the BEFORE build reads (a row's --profile configs/hardware/X is taken from there for
+it), e.g. `git show 1de958b:configs/hardware/trn1.textproto > /tmp/hw/trn1.textproto`."""
 import json
 import os
 import shlex
@@ -23,7 +25,9 @@ def rows():
         yield name, model, flags, float(ttft), float(tpot)
 
 
-def predict(nkisim, model, flags):
+def predict(nkisim, model, flags, hw_dir=None):
+    if hw_dir:
+        flags = flags.replace("configs/hardware/", hw_dir.rstrip("/") + "/")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "p.json")
         cmd = [nkisim, "predict", "--model", os.path.join(ROOT, f"configs/models/{model}.config.json"),
@@ -56,11 +60,12 @@ def table(title, key, before, after, extra=None):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     before_bin, after_bin = sys.argv[1], sys.argv[2]
+    before_hw = sys.argv[3] if len(sys.argv) == 4 else None
     for name, model, flags, _ttft, tpot in rows():
-        before, after = predict(before_bin, model, flags), predict(after_bin, model, flags)
+        before, after = predict(before_bin, model, flags, before_hw), predict(after_bin, model, flags)
         print(f"\n### {name}")
         if before is None or after is None:
             print("\nnot predicted by one of the builds")
