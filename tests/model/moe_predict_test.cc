@@ -321,7 +321,10 @@ TEST(GptOssPredictTest, SlidingLayersDecodeAtTheWindowsLength) {
     const double per_layer = b.samples[j].second / L;
     const double expected = b.samples[j].second - slide * (per_layer - at_window);
     EXPECT_NEAR(a.samples[j].second, expected, 1e-9 * expected) << "KV " << a.samples[j].first;
-    EXPECT_LT(a.samples[j].second, b.samples[j].second);
+    // Fewer keys, but not necessarily a cheaper step: under the DMA engine model a 128-token
+    // cache moves in short runs (descriptor-bound), so the sliding layers' attention costs about
+    // what the 1024-token one does. It may not cost more than 0.5% beyond it.
+    EXPECT_LT(a.samples[j].second, 1.005 * b.samples[j].second);
   }
 }
 

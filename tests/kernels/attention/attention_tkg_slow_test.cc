@@ -135,12 +135,16 @@ class TkgRooflineTest : public ::testing::TestWithParam<TkgCase> {};
 // 1.88x -> 1.10x; t8192 d64 LNC 2 1.07 -> 3.85x -> 1.22x; t32768 d128 LNC 2 1.03 -> 1.72x ->
 // 1.05x. What is left is the K stream: K^T [Bl, d, T] gives each partition one run of the span's
 // tokens, 2 KiB where 16 packs' spans fit the slot pool (80% of an engine's rate: 27.5 ns a
-// descriptor), and a T 1024 row is only two spans.
+// descriptor), and a T 1024 row is only two spans. Then the engines became work-conserving (FIFO
+// per engine; docs/dma.md "Sharing": small shares had passed a backlog round-robin without
+// delaying it, an engine doing more work than it had time for): t8192 LNC 1 1.07 -> 1.16x,
+// t8192 LNC 2 1.10 -> 1.17x, t32768 1.05 -> 1.14x (the q loads and the stores wait behind the
+// KV spans already on the engines).
 double Bl32Limit(const std::string& name) {
   if (name == "t1024_g8_b32_d128_lnc1") return 1.33;  // 1.28x
   if (name == "t8192_g8_b32_d64_lnc2") return 1.27;   // 1.22x
-  if (name == "t8192_g8_b32_d128_lnc2") return 1.14;  // 1.10x
-  return 1.11;                                         // 1.05 - 1.07x
+  if (name == "t8192_g8_b32_d128_lnc2") return 1.21;  // 1.17x
+  return 1.20;                                         // 1.14 - 1.16x
 }
 
 TEST_P(TkgRooflineTest, WithinQuarterOfTheBound) {

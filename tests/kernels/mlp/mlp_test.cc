@@ -152,7 +152,9 @@ TEST(MlpRooflineTest, TkgWithinOneQuarterOfTheStreamFloor) {
 // made them 2.60x and 2.88x (the permuted hidden load: 256 descriptors an engine; 512-column
 // weight slices: 512 B runs; the exchange queued behind the whole down stream); rescheduled
 // (whole-row weight chunks, the hidden loaded as rows and PE-transposed, down's ring issued after
-// the exchange) they are 1.44x and 1.69x. Held to 1.50x and 1.75x.
+// the exchange) they are 1.44x and 1.69x. With work-conserving engines (docs/dma.md "Sharing":
+// small shares no longer pass a backlog without delaying it) STATIC is 1.65x. Held to 1.70x and
+// 1.75x.
 TEST(MlpRooflineTest, TkgFp8WithinItsBarOfTheTarget) {
   ScopedSimMode timing(SimMode::kTimingOnly);
   for (const MlpTestCase& c :
@@ -163,7 +165,7 @@ TEST(MlpRooflineTest, TkgFp8WithinItsBarOfTheTarget) {
     std::cout << "    " << c.name << ": " << run.sim_ns << " ns = " << run.sim_ns / r.target_ns()
               << "x the target (stream floor " << r.stream_floor_ns << " ns, engine floor "
               << r.engine_floor_ns << " ns)\n";
-    EXPECT_LE(run.sim_ns, (c.name == std::string("t32_row") ? 1.75 : 1.50) * r.target_ns())
+    EXPECT_LE(run.sim_ns, (c.name == std::string("t32_row") ? 1.75 : 1.70) * r.target_ns())
         << c.name;
   }
 }
