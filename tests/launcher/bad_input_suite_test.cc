@@ -229,8 +229,8 @@ void SecondRound(const Add& add) {
   // Nested command groups name the unknown word and list their commands.
   add("usage", "kernel_unknown", "kernel softmax", {}, 2,
       "'softmax' is not a command of 'nkisim kernel'; its commands are qkv, oproj, attention, mlp");
-  add("usage", "example_unknown", "example matmul", {}, 2,
-      "'matmul' is not a command of 'nkisim example'; its commands are softmax");
+  add("usage", "example_unknown", "example gemm", {}, 2,
+      "'gemm' is not a command of 'nkisim example'; its commands are softmax, matmul");
   add("usage", "kernel_alone", "kernel", {}, 2, "'nkisim kernel' needs a command: qkv, oproj, attention, mlp");
   add("usage", "kernel_unknown_flag_first", "kernel --bogus", {}, 2, "'nkisim kernel' needs a command before '--bogus': qkv, oproj");
 }
