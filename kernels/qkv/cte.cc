@@ -201,7 +201,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
       buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()))),
-      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_),
+      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_, cfg.mx() ? HOrder::kStrided : HOrder::kBlocked),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
   const int64_t np = cfg.partitions, bank = cfg.bank_cols;
@@ -249,7 +249,12 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   const int64_t blocks =
       (static_cast<int64_t>(tiles_.size()) + plan_.block_tiles - 1) / plan_.block_tiles;
   blocks_ = blocks;
-  const TensorView w = p.fused_qkv_weights.reshape({subtiles, np, cfg.i}).permute({1, 0, 2});
+  // Non-MX: partition p contracts the consecutive rows [p H / P, (p + 1) H / P) (HOrder::kBlocked,
+  // the order the prologue transposes x in), so a chunk of hc subtiles of whole rows is one run of
+  // hc * I elements a partition; the strided order (row j P + p) cut it into hc runs of I.
+  const TensorView w =
+      cfg.mx() ? p.fused_qkv_weights.reshape({subtiles, np, cfg.i}).permute({1, 0, 2})
+               : p.fused_qkv_weights.reshape({np, subtiles, cfg.i});
   const CtePlan plan = plan_;
   auto source = [w, plan, banks, i = cfg.i, h1 = subtiles](int64_t k) {
     const int64_t c0 = (k / plan.h_chunks) % banks * plan.width, j0 = k % plan.h_chunks * plan.hc;
