@@ -92,6 +92,23 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
     plan.h_chunks = (h1 + plan.hc - 1) / plan.hc;
     return plan;
   };
+  // One bank covers every column: stream whole rows (each chunk one run of hc * I elements a
+  // partition, kBlocked order) and never narrow the bank, which only cuts the runs and multiplies
+  // the passes. A block's tiles each read the whole slab before it is released, so a block of
+  // several tiles needs the slab resident; failing that, one tile a block through a ring (whole
+  // rows re-streamed per tile: cheap next to the PE time at these widths).
+  if (base >= cfg.i) {
+    CtePlan plan = chunking(base);
+    const int64_t slot_bytes = plan.hc * plan.width * wbytes;
+    const int64_t slab = plan.h_chunks * slot_bytes;
+    if (free_bytes - slab >= per_tile) {
+      plan.slots = plan.h_chunks;
+      plan.block_tiles = std::min(tiles, (free_bytes - slab) / per_tile);
+    } else {
+      plan.slots = std::max<int64_t>(1, (free_bytes - per_tile) / slot_bytes);
+    }
+    return plan;
+  }
   for (int64_t shift = 0; shift < 3 && tiles > 1; ++shift) {
     CtePlan plan = chunking(std::max(unit, (base >> shift) / unit * unit));
     const int64_t slot_bytes = plan.hc * plan.width * wbytes;
