@@ -8,8 +8,12 @@
 //
 // Loop order: tiles are grouped into blocks whose transposed inputs stay in SBUF; for each column
 // bank, the bank's weight slab (H / 128 subtiles) streams through a WeightStream ring and serves
-// every tile of the block, so the weights cross HBM once per block. Bank 0 of a block also runs
-// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). At eviction
+// every tile of the block, so the weights cross HBM once per block. Non-MX contracts H in the
+// blocked order (HOrder::kBlocked: partition p takes consecutive weight rows, so whole-row chunks
+// are one contiguous run a partition). One bank covering I is never narrowed; a slab too big for
+// SBUF is cut along H into parts, each block tile holding its own PSUM bank (PlanCte). Bank 0 of
+// a block also runs each tile's front end (CtePrologue), software-pipelined with the matmuls (see
+// Run; the next block's first norm goes under this block's last matmuls). At eviction
 // the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
 // first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
 #include <algorithm>
@@ -78,9 +82,10 @@ struct CtePlan {
   int64_t part_chunks = 0;
 };
 
-// Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two tiles'
-// transposed inputs; failing that, one tile per block, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each
-// tile of a block holds.
+// With one bank covering I, see below. Otherwise picks the widest column bank whose weight slab
+// (plus lookahead) fits next to at least two tiles' transposed inputs; failing that, one tile per
+// block, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each tile
+// of a block holds; accumulators: PSUM banks for the matmuls.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
                 int64_t dma_target, bool rope, int64_t accumulators) {
   const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
@@ -116,10 +121,10 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
     // Too big for SBUF next to two tiles (H 16384 x I 512 is 128 KiB a partition): split the
     // slab along H into parts and hold each tile's sums in its own PSUM bank across the parts, so
     // a block of several tiles still reads each weight row once. The fewest parts that give two
-    // tiles a block: at H 16384, I 512 (405B TP64) two parts of 64 KiB and blocks of 2 took
-    // 204.8 us; 3 parts 206.8, 4 parts (blocks of 3) 225.3, 16 parts (blocks of 4, a one-chunk
-    // ring) 274.9, one tile a block 257.6. Non-MX only (MX's per-bank scale groups assume one pass
-    // over H).
+    // tiles a block: at H 16384, I 512 (405B TP64, before the early next-block norm) two parts
+    // of 64 KiB and blocks of 2 took 204.8 us; 3 parts 206.8, 4 parts (blocks of 3) 225.3, 16
+    // parts (blocks of 4, a one-chunk ring) 274.9, one tile a block 257.6. Non-MX only (MX's
+    // per-bank scale groups assume one pass over H).
     for (int64_t parts = 2; !cfg.mx() && tiles > 1 && parts <= plan.h_chunks; ++parts) {
       const int64_t part_chunks = (plan.h_chunks + parts - 1) / parts;
       const int64_t nb =
@@ -205,7 +210,7 @@ class CteRunner {
   void Run();
 
  private:
-  // Accumulates chunks [c_begin, c_end) of the slab at `first_chunk` (H subtiles from c_begin * hc).
+  // Accumulates chunks [c_begin, c_end) of the slab at `first_chunk` (subtiles from c_begin hc).
   void Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk, int64_t c_begin,
               int64_t c_end, bool release);
   void MatmulMx(const Tile& acc, int64_t t, const Tile& w_scale, int64_t n, int64_t first_chunk,
@@ -255,7 +260,8 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
       buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()), p.fused_rope)),
-      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_, cfg.mx() ? HOrder::kStrided : HOrder::kBlocked),
+      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_,
+                cfg.mx() ? HOrder::kStrided : HOrder::kBlocked),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
   const int64_t np = cfg.partitions, bank = cfg.bank_cols;
