@@ -13,14 +13,17 @@ using nisa::AluOp;
 // Columns per residual-add and sum-of-squares instruction: bounds their scratch tiles.
 constexpr int64_t kColumnChunk = 2048;
 
-// A [1, H] row as [P, H / P]: element (p, j) is row[j * P + p], the value of partition p in
-// transposed subtile j. MX (subtile j = 4 c + v of chunk c, value v): row[4 (c P + p) + v], or
+// A [1, H] row as [P, H / P]: element (p, j) is row[j * P + p] (HOrder::kBlocked: row[p H / P + j],
+// a plain reshape, one contiguous run a partition), the value of partition p in transposed
+// subtile j. MX (subtile j = 4 c + v of chunk c, value v): row[4 (c P + p) + v], or
 // for MX_INTERLEAVED input row[(v / 2) H / 2 + 2 (c P + p) + v % 2].
 Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row,
-                       const FrontEndConfig& cfg, DType dtype) {
+                       const FrontEndConfig& cfg, DType dtype, HOrder order) {
   const int64_t np = cfg.partitions, h1 = row.dim(1) / np;
   Tile t = core.AllocateSbuf(name, {np, h1}, dtype);
-  if (!cfg.mx()) {
+  if (!cfg.mx() && order == HOrder::kBlocked) {
+    nisa::dma_copy(t, row.reshape({np, h1}));
+  } else if (!cfg.mx()) {
     nisa::dma_copy(t, row.reshape({h1, np}).permute({1, 0}));
   } else if (!cfg.mx_interleaved_input()) {
     nisa::dma_copy(t.reshape({cfg.mx_chunks(), 4}),
@@ -35,8 +38,8 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
 }  // namespace
 
 CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in,
-                         int buffers)
-    : cfg_(cfg), in_(in), r0_(buffers, 0), n_(buffers, 0) {
+                         int buffers, HOrder h_order)
+    : cfg_(cfg), in_(in), h_order_(h_order), r0_(buffers, 0), n_(buffers, 0) {
   const int64_t np = cfg.partitions, h1 = cfg.h / np;
   const int64_t chunk = std::min(cfg.h, kColumnChunk);
   for (int i = 0; i < buffers; ++i) {
@@ -47,13 +50,13 @@ CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const Fron
   }
   const bool is_static = cfg.quant == QuantizationType::kStatic;
   if (in.gamma.valid()) {
-    gamma_t_ = LoadTransposedRow(core, "gamma_t", in.gamma, cfg, cfg.compute_dtype);
+    gamma_t_ = LoadTransposedRow(core, "gamma_t", in.gamma, cfg, cfg.compute_dtype, h_order);
   } else if (is_static) {
     gamma_t_ = core.AllocateSbuf("gamma_t", {np, h1}, cfg.compute_dtype);
     nisa::memset(gamma_t_, 1.0f, Engine::kGpSimd);
   }
   if (in.beta.valid()) {
-    beta_t_ = LoadTransposedRow(core, "beta_t", in.beta, cfg, cfg.compute_dtype);
+    beta_t_ = LoadTransposedRow(core, "beta_t", in.beta, cfg, cfg.compute_dtype, h_order);
   }
   if (is_static) {  // (x * gamma + beta) / s_in = x * (gamma / s_in) + beta / s_in
     const Tile inv = LoadInverseInputScale(core, in.in_scale, np);
@@ -168,8 +171,11 @@ void CtePrologue::Transpose(int slot, const Tile& x_t) {
     const int64_t g = std::min(group_, h1 - j0);
     const Tile bank = transposed_[turn_++ % 2];
     for (int64_t jj = 0; jj < g; ++jj) {
-      const int64_t col = (j0 + jj) * np;
-      nisa::nc_transpose(bank.select(1, jj).slice(1, 0, n), x.slice(1, col, col + np), Engine::kPE);
+      const int64_t j = j0 + jj;
+      // Subtile j's P columns: [j P, (j + 1) P), or for kBlocked every (H / P)-th from column j.
+      const Tile cols = h_order_ == HOrder::kBlocked ? x.slice(1, j, j + h1 * (np - 1) + 1, h1)
+                                                     : x.slice(1, j * np, (j + 1) * np);
+      nisa::nc_transpose(bank.select(1, jj).slice(1, 0, n), cols, Engine::kPE);
     }
     EvictTransposed(x_t.slice(1, j0, j0 + g).slice(2, 0, n), bank.slice(1, 0, g).slice(2, 0, n),
                     j0);

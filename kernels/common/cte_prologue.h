@@ -22,10 +22,21 @@
 
 namespace nkisim::kernels {
 
+// Which row of H the value of partition p in transposed subtile j holds (non-MX; the contraction
+// is correct in either order as long as the weights are read in the same one):
+//   kStrided: h = j P + p (subtile j is the columns [j P, (j + 1) P) of the rows);
+//   kBlocked: h = p (H / P) + j, so partition p holds the CONSECUTIVE rows [p H / P, (p + 1) H / P)
+//     of a row-major [H, N] weight: one contiguous run of (H / P) N elements a partition, and
+//     gamma / beta load as a plain [P, H / P] reshape (one run a partition) instead of a
+//     per-element transposed view.
+enum class HOrder { kStrided, kBlocked };
+
 class CtePrologue {
  public:
-  // buffers: row tiles in flight. Allocates its SBUF and two PSUM banks.
-  CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in, int buffers);
+  // buffers: row tiles in flight. Allocates its SBUF and two PSUM banks. h_order: see HOrder
+  // (MX keeps its own quad order and ignores it).
+  CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in, int buffers,
+              HOrder h_order = HOrder::kStrided);
 
   // Issues the DMAs bringing token rows [r0, r0 + n) (n <= partitions) into buffer `slot`.
   void Load(int slot, int64_t r0, int64_t n);
@@ -36,7 +47,8 @@ class CtePrologue {
   // (the MLP's store_fused_hidden; QKV CTE returns none).
   void StoreFusedHidden(const TensorView& fused_hidden) { fused_hidden_ = fused_hidden; }
   // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
-  // at column j * P + p (times gamma, plus beta; for STATIC divided by s_in, clamped, fp8).
+  // at column j * P + p, or p * (H / P) + j for HOrder::kBlocked (times gamma, plus beta; for
+  // STATIC divided by s_in, clamped, fp8).
   void Transpose(int slot, const Tile& x_t);
   // MX: the same transposes, read so that chunk c of 4 x P rows of H lands as x4 elements: the
   // normalised rows go to a bf16 staging tile [P, chunks, n, 4] (value j of partition p in chunk c
@@ -61,6 +73,7 @@ class CtePrologue {
 
   FrontEndConfig cfg_;
   FrontEndInputs in_;
+  HOrder h_order_ = HOrder::kStrided;
   std::vector<Tile> rows_;       // [P, H] compute dtype, one per buffer
   std::vector<int64_t> r0_, n_;  // the rows each buffer holds
   Tile residual_[2];             // [P, chunk] compute dtype

@@ -8,8 +8,12 @@
 //
 // Loop order: tiles are grouped into blocks whose transposed inputs stay in SBUF; for each column
 // bank, the bank's weight slab (H / 128 subtiles) streams through a WeightStream ring and serves
-// every tile of the block, so the weights cross HBM once per block. Bank 0 of a block also runs
-// each tile's front end (CtePrologue), software-pipelined with the matmuls (see Run). At eviction
+// every tile of the block, so the weights cross HBM once per block. Non-MX contracts H in the
+// blocked order (HOrder::kBlocked: partition p takes consecutive weight rows, so whole-row chunks
+// are one contiguous run a partition). One bank covering I is never narrowed; a slab too big for
+// SBUF is cut along H into parts, each block tile holding its own PSUM bank (PlanCte). Bank 0 of
+// a block also runs each tile's front end (CtePrologue), software-pipelined with the matmuls (see
+// Run; the next block's first norm goes under this block's last matmuls). At eviction
 // the bias and STATIC scales are applied (Epilogue), Q and K heads are rotated (half-sin RoPE, bias
 // first), V is copied, and the bank's columns are stored (BSD rows, or whole heads for NBSd).
 #include <algorithm>
@@ -72,13 +76,18 @@ struct CtePlan {
   int64_t h_chunks = 0;     // chunks per column bank
   int64_t block_tiles = 1;  // row tiles sharing one pass over the weights
   int64_t slots = 1;        // weight ring size
+  // One bank only: the slab in `parts` runs of part_chunks chunks; each block tile accumulates in
+  // its own PSUM bank over all parts, so only one part is resident at a time.
+  int64_t parts = 1;
+  int64_t part_chunks = 0;
 };
 
-// Picks the widest column bank whose weight slab (plus lookahead) fits next to at least two tiles'
-// transposed inputs; failing that, one tile per block, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each
-// tile of a block holds.
+// With one bank covering I, see below. Otherwise picks the widest column bank whose weight slab
+// (plus lookahead) fits next to at least two tiles' transposed inputs; failing that, one tile per
+// block, and the weights re-streamed for every tile. per_tile: SBUF bytes per partition each tile
+// of a block holds; accumulators: PSUM banks for the matmuls.
 CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t per_tile,
-                int64_t dma_target, bool rope) {
+                int64_t dma_target, bool rope, int64_t accumulators) {
   const int64_t np = cfg.partitions, h1 = cfg.mx() ? cfg.mx_chunks() : cfg.h / np;
   const int64_t wbytes = static_cast<int64_t>(SizeOf(cfg.matmul_weight_dtype()));
   const int64_t unit = rope ? cfg.d : 1;
@@ -90,8 +99,46 @@ CtePlan PlanCte(const QkvConfig& cfg, int64_t tiles, int64_t free_bytes, int64_t
     if (cfg.quant == QuantizationType::kStatic && h1 >= 2)
       plan.hc = std::max<int64_t>(2, plan.hc / 2 * 2);
     plan.h_chunks = (h1 + plan.hc - 1) / plan.hc;
+    plan.part_chunks = plan.h_chunks;
     return plan;
   };
+  // One bank covers every column: stream whole rows (each chunk one run of hc * I elements a
+  // partition, kBlocked order) and never narrow the bank, which only cuts the runs and multiplies
+  // the passes. A block's tiles each read the whole slab before it is released, so a block of
+  // several tiles needs the slab resident; failing that, one tile a block through a ring (whole
+  // rows re-streamed per tile: cheap next to the PE time at these widths).
+  if (base >= cfg.i) {
+    CtePlan plan = chunking(base);
+    const int64_t slot_bytes = plan.hc * plan.width * wbytes;
+    const int64_t slab = plan.h_chunks * slot_bytes;
+    if (free_bytes - slab >= per_tile) {
+      plan.slots = plan.h_chunks;
+      plan.block_tiles = std::min(tiles, (free_bytes - slab) / per_tile);
+      if (plan.block_tiles >= 2 || tiles == 1) return plan;
+    } else {
+      plan.slots = std::max<int64_t>(1, (free_bytes - per_tile) / slot_bytes);
+    }
+    // Too big for SBUF next to two tiles (H 16384 x I 512 is 128 KiB a partition): split the
+    // slab along H into parts and hold each tile's sums in its own PSUM bank across the parts, so
+    // a block of several tiles still reads each weight row once. The fewest parts that give two
+    // tiles a block: at H 16384, I 512 (405B TP64, before the early next-block norm) two parts
+    // of 64 KiB and blocks of 2 took 204.8 us; 3 parts 206.8, 4 parts (blocks of 3) 225.3, 16
+    // parts (blocks of 4, a one-chunk ring) 274.9, one tile a block 257.6. Non-MX only (MX's
+    // per-bank scale groups assume one pass over H).
+    for (int64_t parts = 2; !cfg.mx() && tiles > 1 && parts <= plan.h_chunks; ++parts) {
+      const int64_t part_chunks = (plan.h_chunks + parts - 1) / parts;
+      const int64_t nb =
+          std::min({tiles, accumulators, (free_bytes - part_chunks * slot_bytes) / per_tile});
+      if (nb >= 2) {
+        plan.parts = (plan.h_chunks + part_chunks - 1) / part_chunks;
+        plan.part_chunks = part_chunks;
+        plan.slots = part_chunks;
+        plan.block_tiles = nb;
+        break;
+      }
+    }
+    return plan;
+  }
   for (int64_t shift = 0; shift < 3 && tiles > 1; ++shift) {
     CtePlan plan = chunking(std::max(unit, (base >> shift) / unit * unit));
     const int64_t slot_bytes = plan.hc * plan.width * wbytes;
@@ -163,7 +210,9 @@ class CteRunner {
   void Run();
 
  private:
-  void Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk, bool release);
+  // Accumulates chunks [c_begin, c_end) of the slab at `first_chunk` (subtiles from c_begin hc).
+  void Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk, int64_t c_begin,
+              int64_t c_end, bool release);
   void MatmulMx(const Tile& acc, int64_t t, const Tile& w_scale, int64_t n, int64_t first_chunk,
                 bool release);
   void Finish(const Tile& acc, const RowTile& rows, int64_t t, int64_t c0);
@@ -187,12 +236,22 @@ class CteRunner {
   int64_t turn_ = 0;
 };
 
-// Double-buffers the front end's row tiles when two fit in a quarter of SBUF.
-int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, int64_t tiles) {
+// Whether one column bank covers all of I (PlanCte's whole-row plan).
+bool OneBank(const QkvConfig& cfg, bool rope) {
+  const int64_t unit = rope ? cfg.d : 1;
+  return cfg.i <= cfg.bank_cols / unit * unit;
+}
+
+// Double-buffers the front end's row tiles when two fit in a quarter of SBUF, or a third for a
+// non-MX one-bank plan: there the next tile's load then overlaps this tile's norm (H 16384, one
+// bank, 405B TP64: 257.2 -> 204.8 us with the H parts below; the weight parts need less room than
+// a second row buffer gives back).
+int RowBuffers(const NeuronCore& core, const QkvConfig& cfg, int64_t tiles, bool rope) {
   const int64_t row = cfg.h * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
-  const int64_t quarter = static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / 4;
+  const int64_t share = !cfg.mx() && OneBank(cfg, rope) ? 3 : 4;
+  const int64_t budget = static_cast<int64_t>(core.profile().sbuf_bytes_per_partition()) / share;
   const int64_t want = std::min<int64_t>(tiles, 2);
-  return static_cast<int>(std::max<int64_t>(1, std::min(want, quarter / row)));
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, budget / row)));
 }
 
 CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
@@ -200,8 +259,9 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
     : cfg_(cfg),
       tiles_(std::move(tiles)),
       rope_(p.fused_rope),
-      buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()))),
-      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_),
+      buffers_(RowBuffers(core, cfg, static_cast<int64_t>(tiles_.size()), p.fused_rope)),
+      prologue_(core, cfg, QkvFrontEndInputs(p), buffers_,
+                cfg.mx() ? HOrder::kStrided : HOrder::kBlocked),
       epilogue_(core, cfg, p, cfg.partitions, cfg.compute_dtype, /*add_bias=*/true),
       output_(result.output, p.output_layout, cfg.d) {
   const int64_t np = cfg.partitions, bank = cfg.bank_cols;
@@ -226,7 +286,7 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
                        (rope_ ? rounded(bank * 4) : 0));
   plan_ = PlanCte(cfg, static_cast<int64_t>(tiles_.size()),
                   SbufFreeBytes(core) - rope_tmp - mx_scale_ring - ring_bytes, per_tile,
-                  DmaTargetBytes(prof), rope_);
+                  DmaTargetBytes(prof), rope_, static_cast<int64_t>(acc_.size()));
   for (int i = 0; i < kEvictionRing; ++i) {
     out_.push_back(core.AllocateSbuf("qkv_out", {np, bank}, cfg.out_dtype));
     if (rope_) evicted_.push_back(core.AllocateSbuf("qk_evicted", {np, bank}, DType::kFloat32));
@@ -249,7 +309,12 @@ CteRunner::CteRunner(NeuronCore& core, const QkvConfig& cfg, const QkvParams& p,
   const int64_t blocks =
       (static_cast<int64_t>(tiles_.size()) + plan_.block_tiles - 1) / plan_.block_tiles;
   blocks_ = blocks;
-  const TensorView w = p.fused_qkv_weights.reshape({subtiles, np, cfg.i}).permute({1, 0, 2});
+  // Non-MX: partition p contracts the consecutive rows [p H / P, (p + 1) H / P) (HOrder::kBlocked,
+  // the order the prologue transposes x in), so a chunk of hc subtiles of whole rows is one run of
+  // hc * I elements a partition; the strided order (row j P + p) cut it into hc runs of I.
+  const TensorView w =
+      cfg.mx() ? p.fused_qkv_weights.reshape({subtiles, np, cfg.i}).permute({1, 0, 2})
+               : p.fused_qkv_weights.reshape({np, subtiles, cfg.i});
   const CtePlan plan = plan_;
   auto source = [w, plan, banks, i = cfg.i, h1 = subtiles](int64_t k) {
     const int64_t c0 = (k / plan.h_chunks) % banks * plan.width, j0 = k % plan.h_chunks * plan.hc;
@@ -299,49 +364,71 @@ void CteRunner::Run() {
   // One cell: tile t of the block against column bank `bank` (the slab at chunk `first_chunk`).
   // With transpose_next, the next tile's front-end transposes go between the matmuls and the
   // eviction.
+  // With plan_.parts > 1 (one bank), the cell of part `part` accumulates that part's chunks into
+  // tile t's own PSUM bank, and only the last part evicts.
   auto cell = [&](int64_t first, int64_t t, int64_t nb, int64_t bank, int64_t first_chunk,
-                  const Tile& ws, bool transpose_next) {
+                  const Tile& ws, bool transpose_next, int64_t part = 0) {
     const int64_t c0 = bank * plan_.width, width = std::min(plan_.width, cfg_.i - c0);
     const RowTile& rows = tiles_[first + t];
-    const Tile acc = acc_[turn_ % acc_.size()].slice(0, 0, rows.n).slice(1, 0, width);
+    const size_t a = plan_.parts > 1 ? static_cast<size_t>(t) : turn_ % acc_.size();
+    const Tile acc = acc_[a].slice(0, 0, rows.n).slice(1, 0, width);
     if (cfg_.mx()) {
       MatmulMx(acc, t, ws.slice(2, 0, width), rows.n, first_chunk, /*release=*/t == nb - 1);
     } else {
-      Matmul(acc, x_t_[t], rows.n, first_chunk, /*release=*/t == nb - 1);
+      const int64_t c_begin = part * plan_.part_chunks;
+      Matmul(acc, x_t_[t], rows.n, first_chunk, c_begin,
+             std::min(plan_.h_chunks, c_begin + plan_.part_chunks), /*release=*/t == nb - 1);
     }
     if (transpose_next) transpose(first + t + 1, t + 1);
+    if (part + 1 < plan_.parts) return;
     Finish(acc, rows, t, c0);
     ++turn_;
   };
   int64_t chunk = 0;
+  // The next block's first norm is issued before the last cell of this block's final pass (its
+  // rows are loaded by then), so the Scalar / Vector work overlaps the PE's last matmuls instead
+  // of leaving the PE idle at the block boundary (405B TP64: 20 us a block).
+  int64_t prepared = -1;
+  auto prepare_next_block = [&](int64_t next) {
+    if (next < ntiles && loaded > next && prepared != next) {
+      prepare(next);
+      prepared = next;
+    }
+  };
   for (int64_t first = 0; first < ntiles; first += plan_.block_tiles) {
     const int64_t nb = std::min(plan_.block_tiles, ntiles - first);
     block_end = first + nb;
     load_rope();
-    prepare(first);
+    if (prepared != first) prepare(first);
     transpose(first, 0);
     // Bank 0 runs tile by tile with the front end: tile t + 1's norm before tile t's matmuls,
     // its transposes right after them.
     const Tile ws0 = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
-    for (int64_t t = 0; t < nb; ++t) {
-      const bool front = t + 1 < nb;
-      if (front) prepare(first + t + 1);
-      cell(first, t, nb, 0, chunk, ws0, front);
+    for (int64_t part = 0; part < plan_.parts; ++part) {
+      for (int64_t t = 0; t < nb; ++t) {
+        const bool front = part == 0 && t + 1 < nb;
+        if (front) prepare(first + t + 1);
+        if (banks == 1 && part + 1 == plan_.parts && t + 1 == nb) prepare_next_block(first + nb);
+        cell(first, t, nb, 0, chunk, ws0, front, part);
+      }
     }
     if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
     chunk += plan_.h_chunks;
     for (int64_t bank = 1; bank < banks; ++bank, chunk += plan_.h_chunks) {
       const Tile w_scale = cfg_.mx() ? w_scales_.Get(bank_seq_) : Tile();
-      for (int64_t t = 0; t < nb; ++t) cell(first, t, nb, bank, chunk, w_scale, false);
+      for (int64_t t = 0; t < nb; ++t) {
+        if (bank + 1 == banks && t + 1 == nb) prepare_next_block(first + nb);
+        cell(first, t, nb, bank, chunk, w_scale, false);
+      }
       if (cfg_.mx()) w_scales_.Next(bank_seq_++, blocks_ * banks);
     }
   }
 }
 
 void CteRunner::Matmul(const Tile& acc, const Tile& x_t, int64_t n, int64_t first_chunk,
-                       bool release) {
+                       int64_t c_begin, int64_t c_end, bool release) {
   const bool double_row = cfg_.quant == QuantizationType::kStatic;
-  for (int64_t c = 0; c < plan_.h_chunks; ++c) {
+  for (int64_t c = c_begin; c < c_end; ++c) {
     const Tile w = stream_->Get(first_chunk + c);
     const int64_t subtiles = w.free_shape()[0];
     for (int64_t jj = 0; jj < subtiles;) {
