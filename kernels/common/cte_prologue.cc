@@ -20,7 +20,9 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
                        const FrontEndConfig& cfg, DType dtype) {
   const int64_t np = cfg.partitions, h1 = row.dim(1) / np;
   Tile t = core.AllocateSbuf(name, {np, h1}, dtype);
-  if (!cfg.mx()) {
+  if (!cfg.mx() && cfg.h_blocked) {
+    nisa::dma_copy(t, row.reshape({np, h1}));  // element (p, j) = column p * h1 + j
+  } else if (!cfg.mx()) {
     nisa::dma_copy(t, row.reshape({h1, np}).permute({1, 0}));
   } else if (!cfg.mx_interleaved_input()) {
     nisa::dma_copy(t.reshape({cfg.mx_chunks(), 4}),
@@ -168,8 +170,10 @@ void CtePrologue::Transpose(int slot, const Tile& x_t) {
     const int64_t g = std::min(group_, h1 - j0);
     const Tile bank = transposed_[turn_++ % 2];
     for (int64_t jj = 0; jj < g; ++jj) {
-      const int64_t col = (j0 + jj) * np;
-      nisa::nc_transpose(bank.select(1, jj).slice(1, 0, n), x.slice(1, col, col + np), Engine::kPE);
+      // Blocked: the columns j, j + h1, ... (a strided view the PE reads as it reads any other).
+      const Tile cols = cfg_.h_blocked ? x.slice(1, j0 + jj, j0 + jj + h1 * (np - 1) + 1, h1)
+                                       : x.slice(1, (j0 + jj) * np, (j0 + jj + 1) * np);
+      nisa::nc_transpose(bank.select(1, jj).slice(1, 0, n), cols, Engine::kPE);
     }
     EvictTransposed(x_t.slice(1, j0, j0 + g).slice(2, 0, n), bank.slice(1, 0, g).slice(2, 0, n),
                     j0);

@@ -36,7 +36,8 @@ class CtePrologue {
   // (the MLP's store_fused_hidden; QKV CTE returns none).
   void StoreFusedHidden(const TensorView& fused_hidden) { fused_hidden_ = fused_hidden; }
   // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
-  // at column j * P + p (times gamma, plus beta; for STATIC divided by s_in, clamped, fp8).
+  // at column j * P + p, or p * (H / P) + j with cfg.h_blocked (times gamma, plus beta; for
+  // STATIC divided by s_in, clamped, fp8).
   void Transpose(int slot, const Tile& x_t);
   // MX: the same transposes, read so that chunk c of 4 x P rows of H lands as x4 elements: the
   // normalised rows go to a bf16 staging tile [P, chunks, n, 4] (value j of partition p in chunk c

@@ -41,12 +41,18 @@ struct Block {
 // (H 16384: two tiles, 256 tokens a block, so every weight streams twice as often).
 constexpr int64_t kXtBytesPerPartition = 64 * 1024;
 
+// At most the tiles one core's tokens fill (S 128 on one core: one tile), so a short prefill
+// neither reserves x_t nor PSUM banks it does not use.
 int64_t BlockTiles(const MlpConfig& cfg) {
   const int64_t tile_bytes = cfg.h / cfg.partitions * cfg.partitions * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
   int64_t tiles = std::max<int64_t>(1, cfg.bank_cols / cfg.partitions);
   while (tiles > 1 && tiles * tile_bytes > kXtBytesPerPartition) tiles /= 2;
-  return tiles;
+  const int64_t per_core = (cfg.tokens + cfg.lnc - 1) / cfg.lnc;
+  return std::min(tiles, std::max<int64_t>(1, (per_core + cfg.partitions - 1) / cfg.partitions));
 }
+
+// PSUM banks the front end's transposes take (CtePrologue).
+constexpr int64_t kPrologueBanks = 2;
 
 // I chunks of 128 columns a gate / up group takes at most: 4 (runs of 1 KiB a row in bf16).
 constexpr int64_t kMaxGateUpGroup = 4;
@@ -74,6 +80,12 @@ class CteProgram {
                   int64_t col, bool release);
   // Builds one block's chunk list with gate / up groups of `group` I chunks.
   void BuildChunks(int64_t group);
+  // Wide gate / up (short blocks, see wide_): the chunks of I chunks [c0, c1) of one weight hold
+  // whole rows; each is read once, every subtile by the PE into all the group's accumulators.
+  void BuildWideChunks();
+  void AccumulateWide(int64_t weight, const Block& b, int64_t c0, int64_t c1, int64_t chunks);
+  void GateUpWide(size_t k, const Block* next);
+  Tile WideAcc(int64_t weight, int64_t c, const Block& b) const;
   void Down(const Block& b);
 
   NeuronCore& core_;
@@ -103,7 +115,18 @@ class CteProgram {
   int64_t per_block_ = 0;           // chunks per block
   std::unique_ptr<WeightStream> stream_;
   int evictions_ = 0;
+  // Wide gate / up, where the PSUM banks the front end and down leave hold an accumulator
+  // [I rows, block tokens] for at least two I chunks of each of gate and up (S 128 on one core: all
+  // seven of I 896 in four banks): the PE takes H outermost, each weight chunk of consecutive H
+  // rows (cfg h_blocked) x all the group's I columns is read once and released; with all of I in
+  // one group a partition's rows of a chunk are one contiguous run (7 KiB for I 896 in bf16), where
+  // the I-chunk-outer order reads runs of one 128-column chunk of a row (256 B).
+  int64_t wide_ = 0;                // I chunks a wide group takes (0: the I-chunk-outer order)
+  int64_t acc_per_bank_ = 0;        // accumulators of block tokens in one bank
+  std::vector<Tile> wide_banks_;    // gate's banks, then up's: [P, bank] PSUM
+  std::vector<int64_t> wide_chunks_;  // per wide group: stream chunks of each weight
 };
+
 
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
@@ -172,12 +195,78 @@ void CteProgram::GateUp(size_t k, const Block* next) {
   }
 }
 
+Tile CteProgram::WideAcc(int64_t weight, int64_t c, const Block& b) const {
+  const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_, q = c % wide_;
+  const int64_t tokens = block_tiles_ * cfg_.partitions, at = q % acc_per_bank_ * tokens;
+  return wide_banks_[static_cast<size_t>(weight * per + q / acc_per_bank_)]
+      .slice(0, 0, cfg_.i_rows(c))
+      .slice(1, at, at + b.rows);
+}
+
+// acc(weight, c) = sum over H subtiles j of W[:, j, I chunk c]^T x_t[:, j, :] for c in [c0, c1),
+// j outermost: the front `chunks` chunks of the stream, each released once read.
+void CteProgram::AccumulateWide(int64_t weight, const Block& b, int64_t c0, int64_t c1,
+                                int64_t chunks) {
+  const int64_t np = cfg_.partitions;
+  int64_t j = 0;
+  for (int64_t k = 0; k < chunks; ++k, stream_->PopFront()) {
+    const Tile w = stream_->Front();
+    for (int64_t jj = 0; jj < w.free_shape()[0]; ++jj, ++j) {
+      const Tile moving = x_t_.select(1, j).slice(1, 0, b.rows);
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t col = (c - c0) * np;
+        nisa::nc_matmul(WideAcc(weight, c, b), w.select(1, jj).slice(1, col, col + cfg_.i_rows(c)),
+                        moving, {.accumulate = j > 0});
+      }
+    }
+  }
+}
+
+void CteProgram::GateUpWide(size_t k, const Block* next) {
+  const Block& b = blocks_[k];
+  for (size_t g = 0; g < wide_chunks_.size(); ++g) {
+    const int64_t c0 = static_cast<int64_t>(g) * wide_;
+    const int64_t c1 = std::min(cfg_.i_chunks(), c0 + wide_);
+    AccumulateWide(0, b, c0, c1, wide_chunks_[g]);
+    AccumulateWide(1, b, c0, c1, wide_chunks_[g]);
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t rows = cfg_.i_rows(c);
+      gate_up_->Apply(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows), WideAcc(0, c, b),
+                      WideAcc(1, c, b), c);
+      if (c == 0 && next != nullptr) Prepare(*next);
+    }
+  }
+}
+
+void CteProgram::BuildWideChunks() {
+  const int64_t np = cfg_.partitions;
+  chunks_.clear();
+  wide_chunks_.clear();
+  // Blocked H (cfg h_blocked): partition p's subtile j is row p * (H / P) + j.
+  const TensorView g = p_.gate_w.reshape({np, cfg_.h / np, cfg_.i});
+  const TensorView u = p_.up_w.reshape({np, cfg_.h / np, cfg_.i});
+  for (int64_t c0 = 0; c0 < cfg_.i_chunks(); c0 += wide_) {
+    const int64_t c1 = std::min(cfg_.i, (c0 + wide_) * np);
+    const int64_t first = static_cast<int64_t>(chunks_.size());
+    AppendGateUpChunks(g, c0 * np, c1, cfg_, core_.profile(), &chunks_);
+    const int64_t gate = static_cast<int64_t>(chunks_.size()) - first;
+    AppendGateUpChunks(u, c0 * np, c1, cfg_, core_.profile(), &chunks_);
+    wide_chunks_.push_back(gate);
+  }
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+                     &chunks_);
+  }
+  per_block_ = static_cast<int64_t>(chunks_.size());
+}
+
 void CteProgram::BuildChunks(int64_t group) {
   const int64_t np = cfg_.partitions;
   chunks_.clear();
   groups_.clear();
-  const TensorView g = p_.gate_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
-  const TensorView u = p_.up_w.reshape({cfg_.h / np, np, cfg_.i}).permute({1, 0, 2});
+  // Blocked H (cfg h_blocked): partition p's subtile j is row p * (H / P) + j.
+  const TensorView g = p_.gate_w.reshape({np, cfg_.h / np, cfg_.i});
+  const TensorView u = p_.up_w.reshape({np, cfg_.h / np, cfg_.i});
   for (int64_t c0 = 0; c0 < cfg_.i_chunks(); c0 += group) {
     const int64_t c1 = std::min(cfg_.i_chunks(), c0 + group);
     const int64_t first = static_cast<int64_t>(chunks_.size());
@@ -223,13 +312,27 @@ void CteProgram::Down(const Block& b) {
 void CteProgram::Run() {
   if (blocks_.empty()) return;
   const int64_t np = cfg_.partitions, tokens = block_tiles_ * np;
-  prologue_ = std::make_unique<CtePrologue>(core_, FrontEnd(cfg_), FrontEndInputsOf(p_),
+  FrontEndConfig front = FrontEnd(cfg_);
+  front.h_blocked = true;
+  prologue_ = std::make_unique<CtePrologue>(core_, front, FrontEndInputsOf(p_),
                                             static_cast<int>(block_tiles_));
   if (p_.store_fused_hidden) prologue_->StoreFusedHidden(result_.fused_hidden);
   x_t_ = core_.AllocateSbuf("x_t", {np, cfg_.h / np, tokens}, cfg_.compute_dtype);
   h_t_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), tokens}, cfg_.compute_dtype);
-  acc_gate_ = core_.AllocatePsum("gate_acc", {np, tokens});
-  acc_up_ = core_.AllocatePsum("up_acc", {np, tokens});
+  const HardwareProfile& prof = core_.profile();
+  const int64_t free_banks = static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - block_tiles_;
+  acc_per_bank_ = cfg_.bank_cols / tokens;
+  wide_ = std::min(cfg_.i_chunks(), free_banks / 2 * acc_per_bank_);
+  if (wide_ < 2) wide_ = 0;
+  if (wide_ > 0) {
+    const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_;
+    for (int64_t b = 0; b < 2 * per; ++b) {
+      wide_banks_.push_back(core_.AllocatePsum(b < per ? "gate_acc" : "up_acc", {np, cfg_.bank_cols}));
+    }
+  } else {
+    acc_gate_ = core_.AllocatePsum("gate_acc", {np, tokens});
+    acc_up_ = core_.AllocatePsum("up_acc", {np, tokens});
+  }
   for (int64_t i = 0; i < block_tiles_; ++i) {
     acc_down_.push_back(core_.AllocatePsum("down_acc", {np, cfg_.bank_cols}));
     out_.push_back(core_.AllocateSbuf("mlp_out", {np, cfg_.bank_cols}, cfg_.io_dtype));
@@ -242,14 +345,20 @@ void CteProgram::Run() {
   // takes this one), then down bank by bank.
   const DType wdt = cfg_.matmul_weight_dtype();
   int64_t slot = 0, n = 0, slots = 0;
+  // Wide: one pass, each chunk read once.
   for (int64_t group = kMaxGateUpGroup;; group /= 2) {
-    BuildChunks(group);
+    if (wide_ > 0) {
+      BuildWideChunks();
+    } else {
+      BuildChunks(group);
+    }
     slot = LargestChunkElements(chunks_);
     n = per_block_ * static_cast<int64_t>(blocks_.size());
     slots = StreamSlots(core_, slot, wdt, n);
+    if (wide_ > 0 || group == 1) break;
     int64_t most = 0;
     for (const GateUpGroup& g : groups_) most = std::max(most, g.gate_chunks + g.up_chunks);
-    if (group == 1 || slots * 2 >= most * 3) break;
+    if (slots * 2 >= most * 3) break;
   }
   stream_ = std::make_unique<WeightStream>(
       core_, slot, wdt, n, slots,
@@ -262,7 +371,11 @@ void CteProgram::Run() {
   for (size_t k = 0; k < blocks_.size(); ++k) {
     const Block* next = k + 1 < blocks_.size() ? &blocks_[k + 1] : nullptr;
     if (next != nullptr) Load(*next);  // waits for this block's transposes to read the rows
-    GateUp(k, next);
+    if (wide_ > 0) {
+      GateUpWide(k, next);
+    } else {
+      GateUp(k, next);
+    }
     Down(blocks_[k]);
     if (next != nullptr) Transpose(*next);
   }
