@@ -100,8 +100,11 @@ class CteProgram {
   Tile x_t_;                        // [P, H / P, block tokens] compute dtype
   Tile h_t_;                        // [P, I chunks, block tokens] compute dtype
   Tile acc_gate_, acc_up_;          // [P, block tokens] PSUM
-  std::vector<Tile> acc_down_;      // per tile of a block: [P, bank] PSUM
-  std::vector<Tile> out_;           // per tile of a block: [P, bank] I/O dtype
+  // Down takes `slabs_` banks of 512 output columns a tile at once (wide: the gate / up banks too,
+  // free once h is evicted, so a down chunk's rows are runs of slabs_ x 1 KiB in bf16, not 1 KiB).
+  std::vector<Tile> acc_down_;      // bank s of tile i at i * slabs_ + s: [P, bank] PSUM
+  std::vector<Tile> out_;           // per tile of a block and buffer: [P, down_cols_] I/O dtype
+  int64_t slabs_ = 1, down_cols_ = 0, out_buffers_ = 1, outs_ = 0;
   // Gate / up stream as groups of I chunks: the chunks hold all of the group's columns of a weight's
   // rows (runs of group x 256 B a row in bf16, where one 128-column chunk's were 256 B: the DMA
   // engines then spent more time on descriptors than the PE on its matmuls), and stay resident
@@ -253,8 +256,8 @@ void CteProgram::BuildWideChunks() {
     AppendGateUpChunks(u, c0 * np, c1, cfg_, core_.profile(), &chunks_);
     wide_chunks_.push_back(gate);
   }
-  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
-    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += down_cols_) {
+    AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + down_cols_), cfg_, core_.profile(),
                      &chunks_);
   }
   per_block_ = static_cast<int64_t>(chunks_.size());
@@ -275,7 +278,7 @@ void CteProgram::BuildChunks(int64_t group) {
     AppendGateUpChunks(u, c0 * np, std::min(cfg_.i, c1 * np), cfg_, core_.profile(), &chunks_);
     groups_.push_back({c0, c1, first, gate, static_cast<int64_t>(chunks_.size()) - first - gate});
   }
-  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += down_cols_) {
     AppendDownChunks(p_.down_w, h0, std::min(cfg_.h, h0 + cfg_.bank_cols), cfg_, core_.profile(),
                      &chunks_);
   }
@@ -283,28 +286,38 @@ void CteProgram::BuildChunks(int64_t group) {
 }
 
 void CteProgram::Down(const Block& b) {
-  const int64_t np = cfg_.partitions, tiles = (b.rows + np - 1) / np;
+  const int64_t np = cfg_.partitions, tiles = (b.rows + np - 1) / np, bank = cfg_.bank_cols;
   const TensorView out = result_.output.reshape({cfg_.tokens, cfg_.h});
-  for (int64_t h0 = 0; h0 < cfg_.h; h0 += cfg_.bank_cols) {
-    const int64_t width = std::min(cfg_.bank_cols, cfg_.h - h0);
+  auto acc = [&](int64_t i, int64_t s, int64_t n, int64_t w) {
+    return acc_down_[static_cast<size_t>(i * slabs_ + s)].slice(0, 0, n).slice(1, 0, w);
+  };
+  for (int64_t h0 = 0; h0 < cfg_.h; h0 += down_cols_) {
+    const int64_t width = std::min(down_cols_, cfg_.h - h0);
     for (int64_t c = 0; c < cfg_.i_chunks(); stream_->PopFront()) {
       const Tile w = stream_->Front();
       for (int64_t q = 0; q < w.free_shape()[0]; ++q, ++c) {
         const Tile stationary = h_t_.select(1, c).slice(0, 0, w.partitions());
-        for (int64_t i = 0; i < tiles; ++i) {
-          const int64_t n = TileRows(b, i);
-          nisa::nc_matmul(acc_down_[i].slice(0, 0, n).slice(1, 0, width),
-                          stationary.slice(1, i * np, i * np + n), w.select(1, q),
-                          {.accumulate = c > 0});
+        for (int64_t s = 0; s * bank < width; ++s) {
+          const int64_t x0 = s * bank, x1 = std::min(width, x0 + bank);
+          for (int64_t i = 0; i < tiles; ++i) {
+            const int64_t n = TileRows(b, i);
+            nisa::nc_matmul(acc(i, s, n, x1 - x0), stationary.slice(1, i * np, i * np + n),
+                            w.select(1, q).slice(1, x0, x1), {.accumulate = c > 0});
+          }
         }
       }
     }
+    const int64_t buffer = outs_++ % out_buffers_;
     for (int64_t i = 0; i < tiles; ++i) {
       const int64_t n = TileRows(b, i), r0 = b.r0 + i * np;
-      const Tile dst = out_[i].slice(0, 0, n).slice(1, 0, width);
-      Evict(dst, acc_down_[i].slice(0, 0, n).slice(1, 0, width), down_terms_->Cut(n, h0, width),
-            evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
-      nisa::dma_copy(out.slice(0, r0, r0 + n).slice(1, h0, h0 + width), dst);
+      const Tile dst = out_[static_cast<size_t>(i * out_buffers_ + buffer)].slice(0, 0, n);
+      for (int64_t x0 = 0; x0 < width; x0 += bank) {
+        const int64_t x1 = std::min(width, x0 + bank);
+        Evict(dst.slice(1, x0, x1), acc(i, x0 / bank, n, x1 - x0),
+              down_terms_->Cut(n, h0 + x0, x1 - x0),
+              evictions_++ % 2 == 0 ? Engine::kVector : Engine::kScalar);
+      }
+      nisa::dma_copy(out.slice(0, r0, r0 + n).slice(1, h0, h0 + width), dst.slice(1, 0, width));
     }
   }
 }
@@ -333,9 +346,28 @@ void CteProgram::Run() {
     acc_gate_ = core_.AllocatePsum("gate_acc", {np, tokens});
     acc_up_ = core_.AllocatePsum("up_acc", {np, tokens});
   }
-  for (int64_t i = 0; i < block_tiles_; ++i) {
+  // Wide: down's banks are the ones the front end and gate / up leave plus gate / up's (read by
+  // then), a whole number of slabs a tile, and two output buffers a tile so a slab's eviction
+  // does not wait for the previous one's store.
+  const int64_t own = wide_ > 0 ? free_banks - static_cast<int64_t>(wide_banks_.size()) : block_tiles_;
+  if (wide_ > 0) {
+    const int64_t banks = own + static_cast<int64_t>(wide_banks_.size());
+    // At most one DMA descriptor of row a partition (4 KiB: 4 slabs in bf16): a longer run costs a
+    // second descriptor for less than its bytes' worth.
+    const int64_t slab_bytes = cfg_.bank_cols * static_cast<int64_t>(SizeOf(cfg_.matmul_weight_dtype()));
+    const int64_t most = std::max<int64_t>(1, static_cast<int64_t>(prof.dma_descriptor_max_bytes()) / slab_bytes);
+    slabs_ = std::min({(cfg_.h + cfg_.bank_cols - 1) / cfg_.bank_cols, banks / block_tiles_, most});
+    out_buffers_ = 2;
+  }
+  down_cols_ = slabs_ * cfg_.bank_cols;
+  for (int64_t b = 0; b < own; ++b) {
     acc_down_.push_back(core_.AllocatePsum("down_acc", {np, cfg_.bank_cols}));
-    out_.push_back(core_.AllocateSbuf("mlp_out", {np, cfg_.bank_cols}, cfg_.io_dtype));
+  }
+  for (const Tile& t : wide_banks_) {
+    if (static_cast<int64_t>(acc_down_.size()) < block_tiles_ * slabs_) acc_down_.push_back(t);
+  }
+  for (int64_t i = 0; i < block_tiles_ * out_buffers_; ++i) {
+    out_.push_back(core_.AllocateSbuf("mlp_out", {np, down_cols_}, cfg_.io_dtype));
   }
   gate_up_ = std::make_unique<kernels::GateUp>(core_, cfg_, p_, tokens);
   down_terms_ = std::make_unique<DownTerms>(core_, cfg_, p_, np);
