@@ -124,7 +124,12 @@ class CteProgram {
   // rows (cfg h_blocked) x all the group's I columns is read once and released; with all of I in
   // one group a partition's rows of a chunk are one contiguous run (7 KiB for I 896 in bf16), where
   // the I-chunk-outer order reads runs of one 128-column chunk of a row (256 B).
+  // Where gate's and up's accumulators for all of I do not fit together but gate's alone do (S 256
+  // on one core: 7 of 256 tokens in 4 banks), up reuses gate's (shared_): act(gate) is evicted to
+  // act_ (SBUF fp32) first, and act * up once up is done.
   int64_t wide_ = 0;                // I chunks a wide group takes (0: the I-chunk-outer order)
+  bool shared_ = false;
+  Tile act_;                        // shared_: [P, wide_, block tokens] fp32
   int64_t acc_per_bank_ = 0;        // accumulators of block tokens in one bank
   std::vector<Tile> wide_banks_;    // gate's banks, then up's: [P, bank] PSUM
   std::vector<int64_t> wide_chunks_;  // per wide group: stream chunks of each weight
@@ -201,7 +206,7 @@ void CteProgram::GateUp(size_t k, const Block* next) {
 Tile CteProgram::WideAcc(int64_t weight, int64_t c, const Block& b) const {
   const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_, q = c % wide_;
   const int64_t tokens = block_tiles_ * cfg_.partitions, at = q % acc_per_bank_ * tokens;
-  return wide_banks_[static_cast<size_t>(weight * per + q / acc_per_bank_)]
+  return wide_banks_[static_cast<size_t>((shared_ ? 0 : weight) * per + q / acc_per_bank_)]
       .slice(0, 0, cfg_.i_rows(c))
       .slice(1, at, at + b.rows);
 }
@@ -231,6 +236,20 @@ void CteProgram::GateUpWide(size_t k, const Block* next) {
     const int64_t c0 = static_cast<int64_t>(g) * wide_;
     const int64_t c1 = std::min(cfg_.i_chunks(), c0 + wide_);
     AccumulateWide(0, b, c0, c1, wide_chunks_[g]);
+    if (shared_) {
+      auto act = [&](int64_t c) {
+        return act_.select(1, c - c0).slice(0, 0, cfg_.i_rows(c)).slice(1, 0, b.rows);
+      };
+      for (int64_t c = c0; c < c1; ++c) gate_up_->Activate(act(c), WideAcc(0, c, b), c);
+      AccumulateWide(1, b, c0, c1, wide_chunks_[g]);
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t rows = cfg_.i_rows(c);
+        gate_up_->Combine(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows),
+                          WideAcc(1, c, b), act(c), c);
+        if (c == 0 && next != nullptr) Prepare(*next);
+      }
+      continue;
+    }
     AccumulateWide(1, b, c0, c1, wide_chunks_[g]);
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t rows = cfg_.i_rows(c);
@@ -335,11 +354,13 @@ void CteProgram::Run() {
   const HardwareProfile& prof = core_.profile();
   const int64_t free_banks = static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - block_tiles_;
   acc_per_bank_ = cfg_.bank_cols / tokens;
-  wide_ = std::min(cfg_.i_chunks(), free_banks / 2 * acc_per_bank_);
-  if (wide_ < 2) wide_ = 0;
+  const int64_t pair = std::min(cfg_.i_chunks(), free_banks / 2 * acc_per_bank_);
+  shared_ = pair < cfg_.i_chunks() && free_banks * acc_per_bank_ >= cfg_.i_chunks();
+  wide_ = shared_ ? cfg_.i_chunks() : pair >= 2 ? pair : 0;
+  if (shared_) act_ = core_.AllocateSbuf("act_all", {np, wide_, tokens}, DType::kFloat32);
   if (wide_ > 0) {
     const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_;
-    for (int64_t b = 0; b < 2 * per; ++b) {
+    for (int64_t b = 0; b < (shared_ ? 1 : 2) * per; ++b) {
       wide_banks_.push_back(core_.AllocatePsum(b < per ? "gate_acc" : "up_acc", {np, cfg_.bank_cols}));
     }
   } else {
