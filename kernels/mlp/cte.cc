@@ -1,5 +1,6 @@
 // MLP CTE (prefill): the tokens in 128-row tiles, up to four tiles (512 tokens, one PSUM bank of
-// fp32 columns) per block, fewer where x_t would take more than 64 KiB a partition (BlockTiles); core s of L takes the tokens [s T / L, (s + 1) T / L).
+// fp32 columns) per block, fewer where x_t would take more than 64 KiB a partition (BlockTiles);
+// core s of L takes the tokens [s T / L, (s + 1) T / L).
 //   front end (kernels/common/cte_prologue.h, shared with QKV CTE): each tile's rows are loaded,
 //     the residual added (and stored as fused_hidden), normalised, and PE-transposed into
 //     x_t [128 H rows, H / 128, block tokens], gamma / beta applied at the eviction;
@@ -37,14 +38,16 @@ struct Block {
 
 // x_t holds the whole H of a block's tokens; its bytes per partition are kept within 64 KiB
 // (29% of trn2's 224 KiB partition: what H 8192 in bf16 takes at 512 tokens), leaving the rest to
-// h^T, the front end's tiles and the weight ring. Four tiles (512 tokens, one fp32 PSUM bank) up to H 8192 in bf16; fewer above
-// (H 16384: two tiles, 256 tokens a block, so every weight streams twice as often).
+// h^T, the front end's tiles and the weight ring. Four tiles (512 tokens, one fp32 PSUM bank) up to
+// H 8192 in bf16; fewer above (H 16384: two tiles, 256 tokens a block, so every weight streams
+// twice as often).
 constexpr int64_t kXtBytesPerPartition = 64 * 1024;
 
 // At most the tiles one core's tokens fill (S 128 on one core: one tile), so a short prefill
 // neither reserves x_t nor PSUM banks it does not use.
 int64_t BlockTiles(const MlpConfig& cfg) {
-  const int64_t tile_bytes = cfg.h / cfg.partitions * cfg.partitions * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
+  const int64_t tile_bytes =
+      cfg.h / cfg.partitions * cfg.partitions * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
   int64_t tiles = std::max<int64_t>(1, cfg.bank_cols / cfg.partitions);
   while (tiles > 1 && tiles * tile_bytes > kXtBytesPerPartition) tiles /= 2;
   const int64_t per_core = (cfg.tokens + cfg.lnc - 1) / cfg.lnc;
@@ -97,20 +100,20 @@ class CteProgram {
   std::unique_ptr<CtePrologue> prologue_;
   std::unique_ptr<kernels::GateUp> gate_up_;
   std::unique_ptr<DownTerms> down_terms_;
-  Tile x_t_;                        // [P, H / P, block tokens] compute dtype
-  Tile h_t_;                        // [P, I chunks, block tokens] compute dtype
-  Tile acc_gate_, acc_up_;          // [P, block tokens] PSUM
+  Tile x_t_;                // [P, H / P, block tokens] compute dtype
+  Tile h_t_;                // [P, I chunks, block tokens] compute dtype
+  Tile acc_gate_, acc_up_;  // [P, block tokens] PSUM
   // Down takes `slabs_` banks of 512 output columns a tile at once (wide: the gate / up banks too,
   // free once h is evicted, so a down chunk's rows are runs of slabs_ x 1 KiB in bf16, not 1 KiB).
-  std::vector<Tile> acc_down_;      // bank s of tile i at i * slabs_ + s: [P, bank] PSUM
-  std::vector<Tile> out_;           // per tile of a block and buffer: [P, down_cols_] I/O dtype
+  std::vector<Tile> acc_down_;  // bank s of tile i at i * slabs_ + s: [P, bank] PSUM
+  std::vector<Tile> out_;       // per tile of a block and buffer: [P, down_cols_] I/O dtype
   int64_t slabs_ = 1, down_cols_ = 0, out_buffers_ = 1, outs_ = 0;
-  // Gate / up stream as groups of I chunks: the chunks hold all of the group's columns of a weight's
-  // rows (runs of group x 256 B a row in bf16, where one 128-column chunk's were 256 B: the DMA
-  // engines then spent more time on descriptors than the PE on its matmuls), and stay resident
-  // while the PE takes the group's I chunks one by one.
+  // Gate / up stream as groups of I chunks: the chunks hold all of the group's columns of a
+  // weight's rows (runs of group x 256 B a row in bf16, where one 128-column chunk's were 256 B:
+  // the DMA engines then spent more time on descriptors than the PE on its matmuls), and stay
+  // resident while the PE takes the group's I chunks one by one.
   struct GateUpGroup {
-    int64_t c0, c1;                   // I chunks [c0, c1)
+    int64_t c0, c1;                         // I chunks [c0, c1)
     int64_t first, gate_chunks, up_chunks;  // stream chunks (of a block): gate's, then up's
   };
   std::vector<GateUpGroup> groups_;
@@ -127,22 +130,17 @@ class CteProgram {
   // Where gate's and up's accumulators for all of I do not fit together but gate's alone do (S 256
   // on one core: 7 of 256 tokens in 4 banks), up reuses gate's (shared_): act(gate) is evicted to
   // act_ (SBUF fp32) first, and act * up once up is done.
-  int64_t wide_ = 0;                // I chunks a wide group takes (0: the I-chunk-outer order)
+  int64_t wide_ = 0;  // I chunks a wide group takes (0: the I-chunk-outer order)
   bool shared_ = false;
-  Tile act_;                        // shared_: [P, wide_, block tokens] fp32
-  int64_t acc_per_bank_ = 0;        // accumulators of block tokens in one bank
-  std::vector<Tile> wide_banks_;    // gate's banks, then up's: [P, bank] PSUM
+  Tile act_;                          // shared_: [P, wide_, block tokens] fp32
+  int64_t acc_per_bank_ = 0;          // accumulators of block tokens in one bank
+  std::vector<Tile> wide_banks_;      // gate's banks, then up's: [P, bank] PSUM
   std::vector<int64_t> wide_chunks_;  // per wide group: stream chunks of each weight
 };
 
-
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : core_(ctx.core),
-      cfg_(cfg),
-      p_(p),
-      result_(result),
-      block_tiles_(BlockTiles(cfg)) {
+    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), block_tiles_(BlockTiles(cfg)) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
   const int64_t step = block_tiles_ * cfg.partitions;
@@ -244,8 +242,8 @@ void CteProgram::GateUpWide(size_t k, const Block* next) {
       AccumulateWide(1, b, c0, c1, wide_chunks_[g]);
       for (int64_t c = c0; c < c1; ++c) {
         const int64_t rows = cfg_.i_rows(c);
-        gate_up_->Combine(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows),
-                          WideAcc(1, c, b), act(c), c);
+        gate_up_->Combine(h_t_.select(1, c).slice(0, 0, rows).slice(1, 0, b.rows), WideAcc(1, c, b),
+                          act(c), c);
         if (c == 0 && next != nullptr) Prepare(*next);
       }
       continue;
@@ -352,7 +350,8 @@ void CteProgram::Run() {
   x_t_ = core_.AllocateSbuf("x_t", {np, cfg_.h / np, tokens}, cfg_.compute_dtype);
   h_t_ = core_.AllocateSbuf("h_t", {np, cfg_.i_chunks(), tokens}, cfg_.compute_dtype);
   const HardwareProfile& prof = core_.profile();
-  const int64_t free_banks = static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - block_tiles_;
+  const int64_t free_banks =
+      static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - block_tiles_;
   acc_per_bank_ = cfg_.bank_cols / tokens;
   const int64_t pair = std::min(cfg_.i_chunks(), free_banks / 2 * acc_per_bank_);
   shared_ = pair < cfg_.i_chunks() && free_banks * acc_per_bank_ >= cfg_.i_chunks();
@@ -361,7 +360,8 @@ void CteProgram::Run() {
   if (wide_ > 0) {
     const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_;
     for (int64_t b = 0; b < (shared_ ? 1 : 2) * per; ++b) {
-      wide_banks_.push_back(core_.AllocatePsum(b < per ? "gate_acc" : "up_acc", {np, cfg_.bank_cols}));
+      wide_banks_.push_back(
+          core_.AllocatePsum(b < per ? "gate_acc" : "up_acc", {np, cfg_.bank_cols}));
     }
   } else {
     acc_gate_ = core_.AllocatePsum("gate_acc", {np, tokens});
@@ -370,13 +370,16 @@ void CteProgram::Run() {
   // Wide: down's banks are the ones the front end and gate / up leave plus gate / up's (read by
   // then), a whole number of slabs a tile, and two output buffers a tile so a slab's eviction
   // does not wait for the previous one's store.
-  const int64_t own = wide_ > 0 ? free_banks - static_cast<int64_t>(wide_banks_.size()) : block_tiles_;
+  const int64_t own =
+      wide_ > 0 ? free_banks - static_cast<int64_t>(wide_banks_.size()) : block_tiles_;
   if (wide_ > 0) {
     const int64_t banks = own + static_cast<int64_t>(wide_banks_.size());
     // At most one DMA descriptor of row a partition (4 KiB: 4 slabs in bf16): a longer run costs a
     // second descriptor for less than its bytes' worth.
-    const int64_t slab_bytes = cfg_.bank_cols * static_cast<int64_t>(SizeOf(cfg_.matmul_weight_dtype()));
-    const int64_t most = std::max<int64_t>(1, static_cast<int64_t>(prof.dma_descriptor_max_bytes()) / slab_bytes);
+    const int64_t slab_bytes =
+        cfg_.bank_cols * static_cast<int64_t>(SizeOf(cfg_.matmul_weight_dtype()));
+    const int64_t most =
+        std::max<int64_t>(1, static_cast<int64_t>(prof.dma_descriptor_max_bytes()) / slab_bytes);
     slabs_ = std::min({(cfg_.h + cfg_.bank_cols - 1) / cfg_.bank_cols, banks / block_tiles_, most});
     out_buffers_ = 2;
   }
@@ -413,9 +416,9 @@ void CteProgram::Run() {
     for (const GateUpGroup& g : groups_) most = std::max(most, g.gate_chunks + g.up_chunks);
     if (slots * 2 >= most * 3) break;
   }
-  stream_ = std::make_unique<WeightStream>(
-      core_, slot, wdt, n, slots,
-      [this](int64_t k) { return chunks_[static_cast<size_t>(k % per_block_)]; });
+  stream_ = std::make_unique<WeightStream>(core_, slot, wdt, n, slots, [this](int64_t k) {
+    return chunks_[static_cast<size_t>(k % per_block_)];
+  });
 
   Load(blocks_[0]);  // the first rows go ahead of the weights on the HBM port
   stream_->Start();

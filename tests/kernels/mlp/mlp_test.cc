@@ -65,6 +65,19 @@ INSTANTIATE_TEST_SUITE_P(
                              o.norm_bias = o.bias = true;
                              o.act = MlpActivation::kGelu;
                            }),
+                      // Short blocks take gate / up H-outer into an accumulator per I chunk:
+                      // S 128 on one core both weights' (I 832: a 64-row last chunk), S 256 gate's
+                      // alone, up reusing them after act(gate) (shared); with every bias.
+                      With(Cte("s128_lnc1_i832_wide_biases", 128, 4096, 832, 1),
+                           [](MlpCaseOptions& o) {
+                             o.norm_bias = o.bias = true;
+                             o.norm = NormType::kLayerNorm;
+                           }),
+                      With(Cte("s256_lnc1_shared_gelu_biases", 256, 4096, 896, 1),
+                           [](MlpCaseOptions& o) {
+                             o.bias = true;
+                             o.act = MlpActivation::kGelu;
+                           }),
                       With(Cte("s128_auto_b4_s32_no_norm_relu", 32, 4096, 448),
                            [](MlpCaseOptions& o) {
                              o.b = 4;  // B * S = 128 > 96: the dispatcher picks CTE
