@@ -32,9 +32,9 @@ struct FrontEndConfig {
   // TKG, for a kernel whose front end is on its critical path (the MLP: its fp8 weights stream in
   // not much more time than the front end takes): the input and residual are loaded as whole rows
   // and transposed on the PE (kernels/common/transposed_load.h: the direct load of the layout is
-  // one DMA descriptor per 32 B run), and RMSNorm multiplies by gamma (GpSimd) while the statistics
-  // are computed, then by 1 / rms per H shard, the shard the other core needs first
-  // (tkg_prologue.cc). Off for QKV, whose measured numbers are of the plain order.
+  // one DMA descriptor per 32 B run), and RMSNorm multiplies by gamma (GpSimd) while the statistics are computed,
+  // then by 1 / rms per H shard, the shard the other core needs first (tkg_prologue.cc). Off for
+  // QKV, whose measured numbers are of the plain order.
   bool short_tkg_front_end = false;
   // CTE, not MX: x_t's H subtiles in blocked order, subtile j on partition p holding column
   // p * (H / P) + j (CtePrologue::Transpose), so a kernel's [H, N] weight rows for partition p are

@@ -129,8 +129,8 @@ DownTerms::DownTerms(NeuronCore& core, const MlpConfig& cfg, const MlpParams& p,
     : h0_(h0) {
   if (h1 < 0) h1 = cfg.h;
   if (p.down_bias.valid()) {
-    bias_ =
-        LoadRowBroadcast(core, "down_bias", p.down_bias.slice(1, h0, h1), rows, DType::kFloat32);
+    bias_ = LoadRowBroadcast(core, "down_bias", p.down_bias.slice(1, h0, h1), rows,
+                             DType::kFloat32);
   }
   if (cfg.is_row()) {
     scale_row_ = LoadRowBroadcast(core, "down_w_scale", p.down_w_scale.slice(1, h0, h1), rows,
