@@ -27,6 +27,7 @@
 #include "kernels/mlp/gate_up.h"
 #include "kernels/mlp/variants.h"
 #include "kernels/mlp/weights.h"
+#include "runtime/cost_model.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels {
@@ -43,19 +44,45 @@ struct Block {
 // twice as often).
 constexpr int64_t kXtBytesPerPartition = 64 * 1024;
 
+// PSUM banks the front end's transposes take (CtePrologue).
+constexpr int64_t kPrologueBanks = 2;
+
+// Whether blocks of `tiles` tiles take gate / up H-outer over all of I (CteProgram's wide_, pair
+// or shared): one accumulator [I rows, block tokens] per I chunk in the banks the front end and
+// down (one a tile) leave, for gate and up, or for gate alone.
+bool WideTakesAllOfI(const MlpConfig& cfg, const HardwareProfile& prof, int64_t tiles) {
+  const int64_t per_bank = cfg.bank_cols / (tiles * cfg.partitions);
+  const int64_t free_banks = static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - tiles;
+  return per_bank >= 1 && cfg.i_chunks() >= 2 && free_banks * per_bank >= cfg.i_chunks();
+}
+
 // At most the tiles one core's tokens fill (S 128 on one core: one tile), so a short prefill
-// neither reserves x_t nor PSUM banks it does not use.
-int64_t BlockTiles(const MlpConfig& cfg) {
+// neither reserves x_t nor PSUM banks it does not use. Where the widest block does not take gate /
+// up over all of I but half of it does (H 8192, I 896: 256 tokens), the half, if the PE's work on
+// a half block (MatmulNs) still outlasts the weights' HBM time (HbmTransferNs): every weight then
+// streams twice as often, but in contiguous runs of whole rows (S 2048 on one core on trn2: 1.25x
+// its engine floor with blocks of 512, 1.09x with 256; trn1 3.65x, 1.80x), and the PE, not the
+// weight stream, still sets the pace (H 4096, I 448 stays at 512: its weights take 30 us a block,
+// the PE 23 us).
+int64_t BlockTiles(const MlpConfig& cfg, const HardwareProfile& prof) {
   const int64_t tile_bytes =
       cfg.h / cfg.partitions * cfg.partitions * static_cast<int64_t>(SizeOf(cfg.compute_dtype));
   int64_t tiles = std::max<int64_t>(1, cfg.bank_cols / cfg.partitions);
   while (tiles > 1 && tiles * tile_bytes > kXtBytesPerPartition) tiles /= 2;
   const int64_t per_core = (cfg.tokens + cfg.lnc - 1) / cfg.lnc;
-  return std::min(tiles, std::max<int64_t>(1, (per_core + cfg.partitions - 1) / cfg.partitions));
+  tiles = std::min(tiles, std::max<int64_t>(1, (per_core + cfg.partitions - 1) / cfg.partitions));
+  if (tiles < 2 || WideTakesAllOfI(cfg, prof, tiles) || !WideTakesAllOfI(cfg, prof, tiles / 2)) {
+    return tiles;
+  }
+  const int64_t half = tiles / 2, subtiles = cfg.h / cfg.partitions, ic = cfg.i_chunks();
+  const DType dt = cfg.matmul_weight_dtype();
+  const double pe_ns =
+      2.0 * static_cast<double>(subtiles * ic) * MatmulNs(prof, half * cfg.partitions, dt) +
+      static_cast<double>((cfg.h + cfg.bank_cols - 1) / cfg.bank_cols * ic * half) *
+          MatmulNs(prof, cfg.bank_cols, dt);
+  const int64_t weight_bytes = 3 * cfg.h * cfg.i * static_cast<int64_t>(SizeOf(dt));
+  return pe_ns >= HbmTransferNs(prof, weight_bytes) ? half : tiles;
 }
-
-// PSUM banks the front end's transposes take (CtePrologue).
-constexpr int64_t kPrologueBanks = 2;
 
 // I chunks of 128 columns a gate / up group takes at most: 4 (runs of 1 KiB a row in bf16).
 constexpr int64_t kMaxGateUpGroup = 4;
@@ -140,7 +167,7 @@ class CteProgram {
 
 CteProgram::CteProgram(const KernelContext& ctx, const MlpConfig& cfg, const MlpParams& p,
                        const MlpResult& result)
-    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), block_tiles_(BlockTiles(cfg)) {
+    : core_(ctx.core), cfg_(cfg), p_(p), result_(result), block_tiles_(BlockTiles(cfg, ctx.core.profile())) {
   const int64_t r0 = ctx.prg_id * cfg.tokens / cfg.lnc;
   const int64_t r1 = (ctx.prg_id + 1) * cfg.tokens / cfg.lnc;
   const int64_t step = block_tiles_ * cfg.partitions;
