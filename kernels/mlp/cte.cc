@@ -15,6 +15,10 @@
 //     by the block's four tiles (stationary h^T [128 I rows, 128 tokens]) into four banks, so
 //     down_w streams once per block; each tile's bank is evicted (+ down bias) and stored.
 // PSUM: 2 banks for the front end's transposes, 2 for gate / up, 4 for down: all 8.
+// Short blocks (BlockTiles: no wider than a core's tokens, halved where that pays): x_t's H
+// subtiles in blocked order (partition p: rows p H/128 ...), and where the banks left hold an
+// accumulator per I chunk, gate / up run H-outer ("wide", see wide_) over chunks of whole weight
+// rows, one contiguous run a partition; down then takes up to 4 banks of columns at once.
 // Every weight streams once per block of 512 tokens through one WeightStream ring; the front end
 // of the next block (loads, residual add, norm) is issued early so it runs on the DMA queues,
 // Scalar and Vector while the PE works on this block; its PE transposes follow this block's down.
