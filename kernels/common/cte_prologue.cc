@@ -21,8 +21,8 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
                        const FrontEndConfig& cfg, DType dtype, HOrder order) {
   const int64_t np = cfg.partitions, h1 = row.dim(1) / np;
   Tile t = core.AllocateSbuf(name, {np, h1}, dtype);
-  if (!cfg.mx() && order == HOrder::kBlocked) {
-    nisa::dma_copy(t, row.reshape({np, h1}));
+  if (!cfg.mx() && (order == HOrder::kBlocked || cfg.h_blocked)) {
+    nisa::dma_copy(t, row.reshape({np, h1}));  // element (p, j) = column p * h1 + j
   } else if (!cfg.mx()) {
     nisa::dma_copy(t, row.reshape({h1, np}).permute({1, 0}));
   } else if (!cfg.mx_interleaved_input()) {
@@ -39,7 +39,7 @@ Tile LoadTransposedRow(NeuronCore& core, const char* name, const TensorView& row
 
 CtePrologue::CtePrologue(NeuronCore& core, const FrontEndConfig& cfg, const FrontEndInputs& in,
                          int buffers, HOrder h_order)
-    : cfg_(cfg), in_(in), h_order_(h_order), r0_(buffers, 0), n_(buffers, 0) {
+    : cfg_(cfg), in_(in), h_order_(cfg.h_blocked ? HOrder::kBlocked : h_order), r0_(buffers, 0), n_(buffers, 0) {
   const int64_t np = cfg.partitions, h1 = cfg.h / np;
   const int64_t chunk = std::min(cfg.h, kColumnChunk);
   for (int i = 0; i < buffers; ++i) {

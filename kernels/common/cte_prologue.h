@@ -47,7 +47,8 @@ class CtePrologue {
   // (the MLP's store_fused_hidden; QKV CTE returns none).
   void StoreFusedHidden(const TensorView& fused_hidden) { fused_hidden_ = fused_hidden; }
   // Transposes buffer `slot`'s rows into x_t [P, H / P, >= n]: x_t[p, j, r] = normalised row r
-  // at column j * P + p, or p * (H / P) + j for HOrder::kBlocked (times gamma, plus beta; for
+  // at column j * P + p, or p * (H / P) + j for HOrder::kBlocked (or cfg.h_blocked, the MLP's
+  // way of asking for it) (times gamma, plus beta; for
   // STATIC divided by s_in, clamped, fp8).
   void Transpose(int slot, const Tile& x_t);
   // MX: the same transposes, read so that chunk c of 4 x P rows of H lands as x4 elements: the

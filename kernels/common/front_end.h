@@ -36,6 +36,11 @@ struct FrontEndConfig {
   // then by 1 / rms per H shard, the shard the other core needs first (tkg_prologue.cc). Off for
   // QKV, whose measured numbers are of the plain order.
   bool short_tkg_front_end = false;
+  // CTE, not MX: x_t's H subtiles in blocked order, subtile j on partition p holding column
+  // p * (H / P) + j (CtePrologue::Transpose), so a kernel's [H, N] weight rows for partition p are
+  // the H / P consecutive rows from p * (H / P): whole-row chunks are then one contiguous run a
+  // partition. Off: column j * P + p (QKV).
+  bool h_blocked = false;
 
   bool mx() const { return quant == QuantizationType::kMx; }
   // MX: the contraction chunk of one nc_matmul_mx (4 values on each partition) and the number of

@@ -92,13 +92,22 @@ nisa::Scalar GateUp::Column(const Tile& cols, int64_t c, int64_t rows) const {
 }
 
 void GateUp::Apply(const Tile& dst, const Tile& gate, const Tile& up, int64_t c) {
-  const int64_t rows = dst.partitions(), f = dst.free_size();
-  const int k = turn_++ % 2;
-  const Tile act = act_[k].slice(0, 0, rows).slice(1, 0, f);
+  const Tile act = act_[turn_++ % 2].slice(0, 0, dst.partitions()).slice(1, 0, dst.free_size());
+  Activate(act, gate, c);
+  Combine(dst, up, act, c);
+}
+
+void GateUp::Activate(const Tile& act, const Tile& gate, int64_t c) {
+  const int64_t rows = act.partitions();
   nisa::ActivationOptions options;
   options.scale = Column(gate_scale_, c, rows);
   if (gate_bias_.valid()) options.bias = gate_bias_.slice(0, 0, rows).slice(1, c, c + 1);
   nisa::activation(act, fn_, gate, options);
+}
+
+void GateUp::Combine(const Tile& dst, const Tile& up, const Tile& act, int64_t c) {
+  const int64_t rows = dst.partitions(), f = dst.free_size();
+  const int k = combine_turn_++ % 2;
   if (!up_bias_.valid()) {
     const Tile& s = cfg_.is_static() ? up_scale_quant_ : up_scale_;
     nisa::scalar_tensor_tensor(dst, up, AluOp::kMultiply, Column(s, c, rows), AluOp::kMultiply,

@@ -44,6 +44,10 @@ class GateUp {
 
   // dst [rows, F] = h of I chunk c (rows = cfg.i_rows(c)) from gate, up [rows, F] fp32.
   void Apply(const Tile& dst, const Tile& gate, const Tile& up, int64_t c);
+  // Apply in two halves, for a caller that keeps the activation itself (its gate accumulator is
+  // reused for up): act [rows, F] fp32 = act(gate * s_g + b_g), then dst = act * (up * s_u + b_u).
+  void Activate(const Tile& act, const Tile& gate, int64_t c);
+  void Combine(const Tile& dst, const Tile& up, const Tile& act, int64_t c);
 
  private:
   nisa::Scalar Column(const Tile& cols, int64_t c, int64_t rows) const;
@@ -55,7 +59,7 @@ class GateUp {
   Tile up_scale_quant_;         // STATIC: s_u / s_in_down [P, 1]
   Tile inverse_down_in_;        // STATIC: 1 / s_in_down [P, 1]
   Tile act_[2], up_[2];         // [P, free] fp32 scratch, alternating
-  int turn_ = 0;
+  int turn_ = 0, combine_turn_ = 0;
 };
 
 // The down eviction's terms for output columns [c0, c0 + width) on `rows` partitions, of the

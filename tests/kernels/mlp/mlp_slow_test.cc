@@ -31,7 +31,9 @@ INSTANTIATE_TEST_SUITE_P(CteGrid, MlpCaseTest,
                                            Cte("s2048_h4096_i3584", 2048, 4096, 3584),
                                            Cte("s2048_h8192_i448", 2048, 8192, 448),
                                            Cte("s512_h4096_i3584_lnc1", 512, 4096, 3584, 1),
-                                           Cte("s2048_h8192_i896_fp32", 2048, 8192, 896, 2, kFp32)),
+                                           Cte("s2048_h8192_i896_fp32", 2048, 8192, 896, 2, kFp32),
+                                           // two blocks of 256 tokens, gate / up shared banks
+                                           Cte("s512_h16384_i832_lnc1", 512, 16384, 832, 1)),
                          CaseName);
 
 }  // namespace

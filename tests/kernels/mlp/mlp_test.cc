@@ -65,6 +65,19 @@ INSTANTIATE_TEST_SUITE_P(
                              o.norm_bias = o.bias = true;
                              o.act = MlpActivation::kGelu;
                            }),
+                      // Short blocks take gate / up H-outer into an accumulator per I chunk:
+                      // S 128 on one core both weights' (I 832: a 64-row last chunk), S 256 gate's
+                      // alone, up reusing them after act(gate) (shared); with every bias.
+                      With(Cte("s128_lnc1_i832_wide_biases", 128, 4096, 832, 1),
+                           [](MlpCaseOptions& o) {
+                             o.norm_bias = o.bias = true;
+                             o.norm = NormType::kLayerNorm;
+                           }),
+                      With(Cte("s256_lnc1_shared_gelu_biases", 256, 4096, 896, 1),
+                           [](MlpCaseOptions& o) {
+                             o.bias = true;
+                             o.act = MlpActivation::kGelu;
+                           }),
                       With(Cte("s128_auto_b4_s32_no_norm_relu", 32, 4096, 448),
                            [](MlpCaseOptions& o) {
                              o.b = 4;  // B * S = 128 > 96: the dispatcher picks CTE
@@ -168,6 +181,26 @@ TEST(MlpRooflineTest, TkgFp8WithinItsBarOfTheTarget) {
     EXPECT_LE(run.sim_ns, (c.name == std::string("t32_row") ? 1.75 : 1.70) * r.target_ns())
         << c.name;
   }
+}
+
+// Prefill at S 128 on one core (H 8192, I 896: 48 MB of weights for 0.6 GFLOP) is HBM-bound: a
+// guard on the weights' DMA shape. Each weight byte is read once, so the only way above the
+// stream floor (HBM at 362.5 GB/s plus the first load's and last store's 1300 ns) is the DMA
+// engines: a descriptor costs 27.5 ns plus bytes at 27.2 GB/s, so 16 engines keep up with the
+// port only on runs of ~4 KiB (4 KiB: 368 GB/s; 1 KiB: 252 GB/s; 256 B: 111 GB/s). The wide
+// gate / up (blocked H rows x all of I: 7 KiB a partition, 360 GB/s) and down in 4-bank slabs
+// (4 KiB runs) leave the front end before the first matmul and the last slab's tail: 1.05x.
+// Before (gate / up in [128, 32, 128] chunks, 256 B runs; down in 1 KiB runs): 2.68x; with the
+// wide gate / up but down still in 1 KiB runs: 1.34x (down's 14.7 MB alone then take 58 us, not
+// 41). Bar 1.12x: below either step back, with 9 us of room for the fixed costs.
+TEST(MlpRooflineTest, CteShortPrefillReadsLongRunsNearTheStreamFloor) {
+  ScopedSimMode timing(SimMode::kTimingOnly);
+  const MlpRun run = RunCase(Cte("s128_h8192_lnc1", 128, 8192, 896, 1));
+  const Roofline r = RooflineOf(run);
+  std::cout << "    s128_h8192_lnc1: " << run.sim_ns << " ns = " << run.sim_ns / r.stream_floor_ns
+            << "x the stream floor (" << r.stream_floor_ns << " ns)\n";
+  EXPECT_GT(r.hbm_ns, r.pe_ns);
+  EXPECT_LE(run.sim_ns, 1.12 * r.stream_floor_ns);
 }
 
 // Prefill at S 2048 is PE-bound: within 1.25x of the PE bound, or of the engine floor (the
