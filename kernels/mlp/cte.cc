@@ -385,8 +385,11 @@ void CteProgram::Run() {
       static_cast<int64_t>(prof.psum_banks()) - kPrologueBanks - block_tiles_;
   acc_per_bank_ = cfg_.bank_cols / tokens;
   const int64_t pair = std::min(cfg_.i_chunks(), free_banks / 2 * acc_per_bank_);
-  shared_ = pair < cfg_.i_chunks() && free_banks * acc_per_bank_ >= cfg_.i_chunks();
-  wide_ = shared_ ? cfg_.i_chunks() : pair >= 2 ? pair : 0;
+  // The wide order hands down the banks gate / up leave: at least one a tile of the block, or
+  // no slab fits (a 4-tile block with 2 free banks: the I-chunk-outer order instead).
+  const bool down_fits = free_banks >= block_tiles_;
+  shared_ = down_fits && pair < cfg_.i_chunks() && free_banks * acc_per_bank_ >= cfg_.i_chunks();
+  wide_ = !down_fits ? 0 : shared_ ? cfg_.i_chunks() : pair >= 2 ? pair : 0;
   if (shared_) act_ = core_.AllocateSbuf("act_all", {np, wide_, tokens}, DType::kFloat32);
   if (wide_ > 0) {
     const int64_t per = (wide_ + acc_per_bank_ - 1) / acc_per_bank_;

@@ -79,7 +79,10 @@ json RunReport(const std::string& name, const std::string& scenario) {
 
 double StepNs(const json& report) { return report["scenarios"][0]["stepSimNs"].get<double>(); }
 
-// Three layers from two simulated ones: the prefill and decode stacks equal `layers: 3` runs.
+// Three layers from two simulated ones: the prefill and decode stacks equal `layers: 3` runs, to
+// 0.5%: layer 3 starts with a DMA engine backlog a little unlike layer 2's (the engines serve
+// their shares in order, so the previous layer's last stores shift the next one's first loads),
+// which the stack, first + 2 x steady, does not see (0.1% on this prefill).
 TEST(PredictE2eTest, LayerStackEqualsARunOfThatManyLayers) {
   const std::string model = WriteConfig("tiny3.json", TinyConfig(3).dump());
   const Result p = Predict(model, "--tp 8 --batch 4 --input-tokens 256 --output-tokens 1");
@@ -88,20 +91,23 @@ TEST(PredictE2eTest, LayerStackEqualsARunOfThatManyLayers) {
   const json prefill = RunReport("prefill3", std::string(kTinyLayer) +
                                                  "workload: \"prefill\" layers: 3 batch: 4 seq_len: 256 sequence_parallel: true\n");
   const json decode = RunReport("decode3", std::string(kTinyLayer) + "layers: 3 batch: 4 kv_length: 256 steps: 1\n");
-  EXPECT_NEAR(plan["prefill_layers_ns"].get<double>(), StepNs(prefill), 1e-9 * StepNs(prefill));
-  EXPECT_NEAR(plan["decode_layers_mean_ns"].get<double>(), StepNs(decode), 1e-9 * StepNs(decode));
+  EXPECT_NEAR(plan["prefill_layers_ns"].get<double>(), StepNs(prefill), 5e-3 * StepNs(prefill));
+  EXPECT_NEAR(plan["decode_layers_mean_ns"].get<double>(), StepNs(decode), 5e-3 * StepNs(decode));
   EXPECT_NEAR(plan["ttft_ms"].get<double>(),
-              (StepNs(prefill) / 1e6 + plan["lm_head_prefill_ms"].get<double>()), 1e-9);
+              (plan["prefill_layers_ns"].get<double>() / 1e6 + plan["lm_head_prefill_ms"].get<double>()), 1e-9);
 }
 
-// The TPOT's mean over N steps from 2 sampled KV lengths against a `steps: N` run's mean step.
-TEST(PredictE2eTest, SampledKvLengthsGiveTheMeanStepWithinHalfAPercent) {
+// The TPOT's mean over N steps from 2 sampled KV lengths against a `steps: N` run's mean step,
+// within 2%: the decode attention's time is a step function of the KV length under the DMA engine
+// model (the cache moves in spans of 2-4 KiB a partition), so the line through two samples misses
+// the steps between them (+1.3% here; 0.5% held under the one-queue model).
+TEST(PredictE2eTest, SampledKvLengthsGiveTheMeanStepWithinTwoPercent) {
   const std::string model = WriteConfig("tiny3s.json", TinyConfig(3).dump());
   const Result p = Predict(model, "--tp 8 --batch 4 --input-tokens 200 --output-tokens 300");
   ASSERT_EQ(p.exit_code, 0) << p.output;
   const double predicted = p.doc["plans"][0]["decode_layers_mean_ns"].get<double>();
   const json full = RunReport("steps300", std::string(kTinyLayer) + "layers: 3 batch: 4 kv_length: 200 steps: 300\n");
-  EXPECT_NEAR(predicted, StepNs(full), 0.005 * StepNs(full));
+  EXPECT_NEAR(predicted, StepNs(full), 0.02 * StepNs(full));
   EXPECT_EQ(p.doc["plans"][0]["decode_samples"].size(), 2u);
 }
 
