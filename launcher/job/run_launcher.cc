@@ -114,8 +114,12 @@ int Supervise(const RunOptions& o, const ResolvedScenario& sc, const EventSource
     }
     if (std::optional<int> code = job ? job->Poll() : std::nullopt) {
       if (monitor.AllResults() && *code == 0) break;
-      // Late messages may still be queued: drain them before judging.
-      while (std::optional<control::Event> e = next(std::chrono::milliseconds(200))) {
+      // Late messages may still be queued: drain them before judging. After a clean exit every
+      // rank has sent its result, which a loaded machine may take a while to read and parse (a
+      // rank's result with its trace records): wait up to 2 s of quiet for them; after a failure,
+      // 200 ms (the job is being torn down).
+      const auto quiet = std::chrono::milliseconds(*code == 0 ? 2000 : 200);
+      while (std::optional<control::Event> e = next(quiet)) {
         if (!failure.failed()) failure = monitor.Handle(*e, Clock::now());
       }
       if (!failure.failed() && !monitor.AllResults()) {
