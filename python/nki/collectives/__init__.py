@@ -207,6 +207,19 @@ def _running_sum(counts):
     return out
 
 
+def _variable_operands(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+                       has_rdispls):
+    """The operands of a variable collective: src and dst, the replica groups, this rank's group,
+    the metadata's row count (2, + recv counts, + recv displacements) and its rows, checked."""
+    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
+    rank = _world()[0]
+    groups = _groups(replica_group)
+    group = next(g for g in groups if rank in g)
+    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
+    meta = _metadata(metadata_tensor, group, op, rows)
+    return src, dst, groups, group, rows, meta
+
+
 def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
                  has_rdispls=False, priority=None, name=None):
     """A variable all-to-all over flat element buffers (collectives/all_to_all_v.h): metadata row
@@ -215,12 +228,8 @@ def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=F
     they land in dst. nkisim sends each member's elements in member order, so the displacements
     must be the running sums of the counts; received elements are packed in member order."""
     op = "all_to_all_v"
-    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
-    rank = _world()[0]
-    groups = _groups(replica_group)
-    group = next(g for g in groups if rank in g)
-    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
-    meta = _metadata(metadata_tensor, group, op, rows)
+    src, dst, groups, group, rows, meta = _variable_operands(
+        op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls)
     counts, displs = meta[0], meta[1]
     if any(c < 0 for c in counts):
         raise _bad(op, f"send counts {counts} (metadata row 0) must be >= 0")
@@ -251,12 +260,8 @@ def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=F
     the chunk and place the received ones). With has_rdispls the receive displacements must be
     the slot starts; with recv_counts_known the counts are checked against what arrived."""
     op = "all_gather_v"
-    src, dst = _one_hbm(srcs, op, "srcs"), _one_hbm(dsts, op, "dsts")
-    rank = _world()[0]
-    groups = _groups(replica_group)
-    group = next(g for g in groups if rank in g)
-    rows = 2 + bool(recv_counts_known) + bool(has_rdispls)
-    meta = _metadata(metadata_tensor, group, op, rows)
+    src, dst, groups, group, rows, meta = _variable_operands(
+        op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls)
     count, displ = meta[0][0], meta[1][0]
     n, dst_size = len(group), _size(dst)
     slot = dst_size // n
