@@ -99,6 +99,14 @@ std::vector<Step> RecursiveHalvingReduceScatter(int n, const char* label) {
 
 bool IsPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// v's low `dims` bits rotated left by `by` (mod dims): bit k moves to bit (k + by) mod dims.
+int RotateBits(int v, int by, int dims) {
+  if (dims <= 1) return v;
+  by %= dims;
+  const int mask = (1 << dims) - 1;
+  return ((v << by) | (v >> (dims - by))) & mask;
+}
+
 // Members grouped by chip, chips in order of first appearance; members in group order.
 struct ChipGroups {
   std::vector<int> chips;                 // global chip ids
@@ -342,10 +350,16 @@ Schedule RdhSchedule(CollectiveOp op, const GroupPlacement& g, double, const Har
   const ChipGroups cg = ByChip(g);
   const std::vector<int> order = OrderChips(g, cg, HypercubeKey);
   const int c = static_cast<int>(cg.chips.size()), l = static_cast<int>(cg.members[0].size());
-  // Inter-chip groups: the members of one local index, chips in hypercube order.
+  // Inter-chip groups: the members of one local index, chips in hypercube order. Each local
+  // index walks the hypercube's axes in its own rotation (index li starts on axis li), so at
+  // every step the chip's members use different links: the runtime's RDH contends on a link
+  // "only in some of the cases" (intra-node collectives guide), which a common axis order would
+  // make every case. Virtual member v of group li is the chip at position RotateBits(v, li).
   std::vector<std::vector<int>> across(static_cast<size_t>(l));
+  int dims = 0;
+  while ((1 << dims) < c) ++dims;
   for (int li = 0; li < l; ++li) {
-    for (int ci : order) across[li].push_back(cg.members[ci][li]);
+    for (int v = 0; v < c; ++v) across[li].push_back(cg.members[order[RotateBits(v, li, dims)]][li]);
   }
   // Chunks that local index li is responsible for across the chip stage: its group's chunks.
   std::vector<std::vector<int>> of_index = across;

@@ -10,13 +10,16 @@
 //   load(l)    = bytes of all the step's transfers routed over link l (they share it)
 //   transfer t = step_latency + hops(t) * hop_latency [+ interinstance_latency]
 //                + max( max over links l on t's route of load(l) / bandwidth(l),
-//                       bytes the writing rank sends this step / dma_gbps_per_rank,
-//                       bytes the receiving rank gets this step / dma_gbps_per_rank,
+//                       bytes the writing rank sends this step / its DMA rate,
+//                       bytes the receiving rank gets this step / its DMA rate,
 //                       bytes(t) / intrachip_gbps when t stays on its chip )
+//                a rank's DMA rate is its physical cores' engines at the collective packet size
+//                (runtime/cost_model.h CollectiveDmaGbpsPerCore x cores per rank)
 //   hbm        = max over chips of (bytes read + bytes written on the chip) / chip HBM bandwidth;
 //                a transfer reads bytes per source (none when it shares a read), writes bytes at
 //                the destination, and a reduce reads the destination's copy too
-//   step       = max over t of transfer t + hbm
+//   step       = the slowest transfer's latency + max(its data movement, hbm): the engines
+//                stream HBM and the wires at once, packet by packet
 // collective  = in_graph_fixed [+ host launch] + sum of the steps (no step, no fixed cost: a
 //               group of one). Every collective pays in_graph_fixed (the device's own
 //               synchronisation and ring start-up); one launched from the host, call by call, as
@@ -53,7 +56,8 @@ struct CollectiveParams {
   double interinstance_latency_ns = 0;
   double interinstance_gbps = 0;  // one chip's EFA port, one direction
   double intrachip_gbps = 0;
-  double dma_gbps_per_rank = 0;
+  double dma_gbps_per_core = 0;   // one physical core's DMA engines (CollectiveDmaGbpsPerCore)
+  int physical_cores_per_chip = 1;  // a rank has physical_cores_per_chip / ranks on its chip
   double hbm_gbps_per_chip = 0;
 };
 
@@ -66,7 +70,14 @@ struct StepCost {
   std::string label;
   double ns = 0;
   double hbm_ns = 0;
-  std::string bound;  // what limited the slowest transfer: "link", "dma", "intrachip", "latency"
+  std::string bound;  // what limited the step: "link", "dma", "intrachip", "hbm", "latency"
+  // The slowest transfer's terms (ns = latency_ns + move_ns + hbm_ns) and the bytes behind them:
+  double latency_ns = 0;     // step latency + hops x hop latency [+ inter-instance latency]
+  double move_ns = 0;        // max(busiest link, rank DMA, intra-chip write); ns also takes hbm_ns
+  double link_bytes = 0;     // the busiest link on its route
+  double dma_bytes = 0;      // max(what its sender sends, what its receiver gets) this step
+  double hbm_bytes = 0;      // the busiest chip's HBM reads + writes this step
+  int transfers = 0;         // transfers in the step
 };
 
 struct ScheduleCost {

@@ -11,6 +11,7 @@
 #include "kernels/reference/moe_ref.h"
 #include "model/timing_job.h"
 #include "model/scenario_config.h"
+#include "runtime/cost_model.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {
@@ -64,7 +65,7 @@ double LmHeadNs(const PredictRequest& r, const PredictPlan& plan, const Hardware
   const double flops = 2.0 * rows * r.model.hidden * cols;
   const double memory_ns = bytes / (hw.hbm_gbps_per_core() * plan.lnc);
   const double compute_ns = flops / (PeakBf16Tflops(hw) * plan.lnc * 1e3);
-  const double argmax_ns = hw.collective_in_graph_fixed_ns() +
+  const double argmax_ns = CollectiveInGraphFixedNs(hw) +
                            hw.collective_step_latency_ns() * std::ceil(std::log2(std::max(2, plan.tp)));
   return std::max(memory_ns, compute_ns) + argmax_ns;
 }

@@ -45,8 +45,22 @@ double HbmTransferNs(const HardwareProfile& p, int64_t bytes) {
   return bytes / p.hbm_gbps_per_core();
 }
 
+double DmaPeakGbpsPerCore(const HardwareProfile& p) {
+  return std::min(p.hbm_gbps_per_core(), p.dma_engines() * p.dma_engine_gbps());
+}
+
 double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core) {
-  return 2 * p.dma_latency_ns() - DmaSemaphoreNs(p) + hbm_bytes_per_core / p.hbm_gbps_per_core();
+  return 2 * p.dma_latency_ns() - DmaSemaphoreNs(p) + hbm_bytes_per_core / DmaPeakGbpsPerCore(p);
+}
+
+double CollectiveInGraphFixedNs(const HardwareProfile& p) {
+  return p.collective_barrier_ns() + p.dma_latency_ns();
+}
+
+double CollectiveDmaGbpsPerCore(const HardwareProfile& p) {
+  const double packet = p.dma_collective_packet_bytes();
+  const double engine_gbps = packet / (DmaDescriptorNs(p) + packet / p.dma_engine_raw_gbps());
+  return std::min(p.hbm_gbps_per_core(), p.dma_engines() * engine_gbps);
 }
 
 

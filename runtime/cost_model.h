@@ -43,12 +43,24 @@ double DmaSemaphoreNs(const HardwareProfile& p);
 // semaphore (>= 0), so that an empty transfer takes dma_latency_ns trigger to completion.
 double DmaStartLatencyNs(const HardwareProfile& p);
 double HbmTransferNs(const HardwareProfile& p, int64_t bytes);
+// What one physical core's DMA can stream at best: min(hbm_gbps_per_core, dma_engines x
+// dma_engine_gbps) (trn2: min(362.5, 368); trn1: min(410, 272) = 272: the engines bound it).
+double DmaPeakGbpsPerCore(const HardwareProfile& p);
+// What one physical core's DMA engines move for a collective: every engine streams the rings'
+// dma_collective_packet_bytes packets, one descriptor each, so an engine sustains
+// packet / (DmaDescriptorNs + packet / dma_engine_raw_gbps), and the core's HBM port bounds the
+// sum (trn2: 16 x 26.9 = 430, bounded to 362.5 GB/s). A rank of LNC physical cores has LNC times it.
+double CollectiveDmaGbpsPerCore(const HardwareProfile& p);
+// What every collective pays once, in a graph or launched from the host: the device's collective
+// barrier and the start of its DMA rings, collective_barrier_ns + dma_latency_ns (trn2: 0.369 +
+// 1.3 = 1.669 us).
+double CollectiveInGraphFixedNs(const HardwareProfile& p);
 // The least time any kernel can take to read its inputs from HBM and store a result that depends
 // on all of them, for `hbm_bytes_per_core` of traffic (inputs and result) on one physical core:
 // the first load's bytes start through the core's HBM port no earlier than its trigger's fixed
 // latency allows (dma_latency_ns less the semaphore it ends with), every byte passes the port at
-// hbm_gbps_per_core, and the store that needs the last input byte pays dma_latency_ns whole. So
-// about 2 * dma_latency_ns + hbm_bytes_per_core / hbm_gbps_per_core: the HBM roofline plus the
+// DmaPeakGbpsPerCore, and the store that needs the last input byte pays dma_latency_ns whole. So
+// about 2 * dma_latency_ns + hbm_bytes_per_core / DmaPeakGbpsPerCore: the HBM roofline plus the
 // two fixed latencies no stream hides. A lower bound under this model, not an estimate.
 double StreamFloorNs(const HardwareProfile& p, double hbm_bytes_per_core);
 

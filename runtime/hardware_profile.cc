@@ -159,12 +159,19 @@ namespace {
 // refused with what replaced it (the text parser alone would say only "no field named").
 struct RemovedField {
   const char* name;
+  const char* removed_with;
   const char* replaced_by;
 };
 constexpr RemovedField kRemovedFields[] = {
-    {"dma_queue_gbps", "dma_engines x dma_engine_gbps (docs/dma.md)"},
-    {"dma_fixed_ns", "dma_issue_ns and dma_latency_ns (docs/dma.md)"},
-    {"core_link_gbps", "the DMA engines: an LNC sendrecv is a DMA on the sender's engines"},
+    {"dma_queue_gbps", "the one-queue DMA model", "dma_engines x dma_engine_gbps (docs/dma.md)"},
+    {"dma_fixed_ns", "the one-queue DMA model", "dma_issue_ns and dma_latency_ns (docs/dma.md)"},
+    {"core_link_gbps", "the one-queue DMA model",
+     "the DMA engines: an LNC sendrecv is a DMA on the sender's engines"},
+    {"collective_dma_gbps_per_rank", "the fitted collective DMA rate",
+     "the DMA engines: dma_engines x dma_collective_packet_bytes packets, bounded by "
+     "hbm_gbps_per_core, per physical core (docs/collectives.md)"},
+    {"collective_in_graph_fixed_ns", "the one-queue DMA model",
+     "collective_barrier_ns + dma_latency_ns (docs/collectives.md)"},
 };
 
 }  // namespace
@@ -177,7 +184,7 @@ HardwareProfile ParseHardwareProfile(const std::string& text, const std::string&
     for (const RemovedField& f : kRemovedFields) {
       if (std::string(e.what()).find(StrCat("no field named \"", f.name, "\"")) != std::string::npos) {
         Raise(ErrorCode::kBadConfig, StrCat(source_name, ": field '", f.name,
-                                            "' was removed with the one-queue DMA model; use ",
+                                            "' was removed with ", f.removed_with, "; use ",
                                             f.replaced_by));
       }
     }
@@ -220,7 +227,6 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"neuronlink_gbps_per_chip", p.neuronlink_gbps_per_chip()},
       {"interinstance_gbps_per_chip", p.interinstance_gbps_per_chip()},
       {"intrachip_gbps", p.intrachip_gbps()},
-      {"collective_dma_gbps_per_rank", p.collective_dma_gbps_per_rank()},
       {"pe_throttle_window_ns", p.pe_throttle_window_ns()},
   };
   for (const Positive& f : positives) {
@@ -234,7 +240,7 @@ void ValidateHardwareProfile(const HardwareProfile& p, const std::string& source
       {"neuronlink_latency_ns", p.neuronlink_latency_ns()},
       {"collective_step_latency_ns", p.collective_step_latency_ns()},
       {"collective_fixed_ns", p.collective_fixed_ns()},
-      {"collective_in_graph_fixed_ns", p.collective_in_graph_fixed_ns()},
+      {"collective_barrier_ns", p.collective_barrier_ns()},
       {"interinstance_latency_ns", p.interinstance_latency_ns()},
       {"dma_issue_ns", p.dma_issue_ns()},
       {"dma_latency_ns", p.dma_latency_ns()},

@@ -59,6 +59,7 @@ struct Options {
   int ranks = 0;  // --model-only: world size
   std::string launch = "host";  // where the collective is issued: host (as nccom-test) | in-graph
   bool per_rank = false;        // -b / -e count each rank's buffer, not nccom-test's size column
+  bool steps = false;           // --model-only: print each row's steps and their terms
 };
 
 // The rank's element count for a row whose size is `bytes`: nccom-test's (and nccl-tests') size
@@ -530,6 +531,18 @@ int RunSweep(const Options& o) {
   return total_wrong ? 1 : 0;
 }
 
+// --steps: each step's terms as collectives/link_model.h adds them (docs/collectives.md,
+// "Per-step arithmetic").
+void PrintSteps(const collectives::ScheduleCost& cost) {
+  std::printf("#   %-28s %9s %10s %10s %9s %12s %12s %12s %-9s\n", "step", "transfers", "latency(ns)",
+              "move(ns)", "hbm(ns)", "link(B)", "rank-dma(B)", "chip-hbm(B)", "bound");
+  for (const collectives::StepCost& s : cost.per_step) {
+    std::printf("#   %-28s %9d %10.1f %10.1f %9.1f %12.0f %12.0f %12.0f %-9s\n", s.label.c_str(),
+                s.transfers, s.latency_ns, s.move_ns, s.hbm_ns, s.link_bytes, s.dma_bytes,
+                s.hbm_bytes, s.bound.c_str());
+  }
+}
+
 // --model-only: the sweep priced from the schedules alone, for any world size, without MPI.
 int RunModelOnly(const Options& o) {
   // Each size builds and drops a schedule of up to millions of chunk entries: reuse that memory
@@ -594,6 +607,7 @@ int RunModelOnly(const Options& o) {
                 static_cast<long long>(per_rank), plan.algorithm.c_str(),
                 collectives::LaunchName(launch), plan.cost.steps, us, fixed_us, algbw, busbw,
                 plan.reason.c_str());
+    if (o.steps) PrintSteps(plan.cost);
     rows.push_back({{"size_bytes", size}, {"per_rank_bytes", per_rank}, {"algorithm", plan.algorithm},
                     {"launch", collectives::LaunchName(launch)}, {"fixed_us", fixed_us},
                     {"steps", plan.cost.steps}, {"sim_us", us}, {"algbw_gbps", algbw},
@@ -655,6 +669,9 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_flag("--model-only", o->model_only,
                 "price the sweep from the schedules alone for --ranks N; no MPI, no data");
   cmd->add_option("--ranks", o->ranks, "world size for --model-only");
+  cmd->add_flag("--steps", o->steps,
+                "with --model-only: print every step's latency, data-movement and HBM terms and "
+                "the bytes behind them");
   auto batch_shard = std::make_shared<BatchShardCaseOptions>();
   AddBatchShardCaseOptions(cmd, batch_shard.get());
   cmd->callback([o, batch_shard, cmd, exit_code] {
@@ -672,6 +689,10 @@ void AddCollectiveCommand(CLI::App* cmd, int* exit_code) {
     // from run to run; 525 calls in blocks of about 5 ms keep them within 2%
     // (docs/collectives.md).
     if (o->baseline && cmd->count("--iters") == 0) o->iters = kBaselineIters;
+    if (o->steps) {
+      Raise(ErrorCode::kInvalidArgument,
+            "collective: --steps applies to --model-only only (it prints the priced schedule)");
+    }
     if (cmd->count("--ranks") > 0) {
       // Without --model-only the world size is mpirun's -np; a --ranks that did nothing would
       // let a user believe they priced N ranks.

@@ -185,7 +185,9 @@ TEST(CalibrateTest, RecoversTheParametersThatGeneratedTheRows) {
   // DMA out of the way so the chip-to-chip transfers are link-bound both at the start and at the
   // truth; ring over 8, 16 and 32 ranks gives 7, 15 and 31 steps, so latency and fixed separate.
   HardwareProfile base = Trn2Profile();
-  base.set_collective_dma_gbps_per_rank(5000);
+  base.set_dma_engine_raw_gbps(5000);  // engines of 5000 GB/s, no descriptor cost
+  base.set_dma_engine_gbps(5000);
+  base.set_hbm_gbps_per_core(5000);
   HardwareProfile truth = base;
   *truth.add_collective_tuning() = Tuning("all_gather", "ring", 2300, 91, 17000);
   *truth.add_collective_tuning() = Tuning("all_reduce", "ring", 800, 140, 250000);

@@ -33,7 +33,7 @@ CollectiveParams Params() {
   p.interinstance_latency_ns = 15000;
   p.interinstance_gbps = 100;
   p.intrachip_gbps = 400;
-  p.dma_gbps_per_rank = 1e9;
+  p.dma_gbps_per_core = 1e9;
   p.hbm_gbps_per_chip = 1e9;
   return p;
 }
@@ -54,8 +54,8 @@ TEST(LinkModelTest, TwoChipRingAllGather) {
                                    Trn2Profile());
   ASSERT_EQ(s.steps.size(), 1u);
   const ScheduleCost c = PlaySchedule(s, g, 256000, Params(), Launch::kHost);
-  // fixed + step latency + 1 hop + 256000 B / 256 GB/s + HBM (512000 B / 1e9 GB/s per chip).
-  EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 1000 + 512000 / 1e9, 1e-6);
+  // fixed + step latency + 1 hop + max(256000 B / 256 GB/s, HBM 512000 B / 1e9 GB/s per chip).
+  EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 1000, 1e-6);
   EXPECT_EQ(c.per_step[0].bound, "link");
   // The calibration decomposition adds back up.
   const CollectiveParams p = Params();
@@ -69,11 +69,11 @@ TEST(LinkModelTest, TwoFlowsOnOneLinkShareIt) {
   const GroupPlacement g = Members({0, 1, 4, 5});
   const Schedule shared = OneStep({{{0}, 2, {0}, false, false}, {{1}, 3, {1}, false, false}}, 4, 4);
   const ScheduleCost c = PlaySchedule(shared, g, 256000, Params(), Launch::kHost);
-  EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 512000 / 256.0 + 512000 / 1e9, 1e-6);
+  EXPECT_NEAR(c.total_ns, 500 + 1000 + 100 + 512000 / 256.0, 1e-6);
   // Rank 1 writing to chip 3 instead (rank 12, the -x wrap link) does not share: faster.
   const GroupPlacement apart_g = Members({0, 1, 4, 12});
   const ScheduleCost apart = PlaySchedule(shared, apart_g, 256000, Params(), Launch::kHost);
-  EXPECT_NEAR(apart.total_ns, 500 + 1000 + 100 + 256000 / 256.0 + 512000 / 1e9, 1e-6);  // 2 reads on chip 0
+  EXPECT_NEAR(apart.total_ns, 500 + 1000 + 100 + 256000 / 256.0, 1e-6);
   EXPECT_GT(c.total_ns, apart.total_ns + 900);
 }
 
@@ -90,12 +90,20 @@ TEST(LinkModelTest, IntraChipDmaAndHbmLimits) {
   const GroupPlacement g = Members({0, 1});
   CollectiveParams p = Params();
   const Schedule s = OneStep({{{0}, 1, {0}, false, false}}, 2, 2);
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 1000 + 800000 / 1e9, 1e-6);
-  p.dma_gbps_per_rank = 100;  // now the rank's DMA bounds it
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 4000 + 800000 / 1e9, 1e-6);
+  // 400000 B / 400 GB/s intra-chip; the HBM's 800000 B / 1e9 GB/s overlaps it.
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 1000, 1e-6);
+  p.dma_gbps_per_core = 100;  // now the rank's DMA bounds it: one physical core a rank
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 4000, 1e-6);
   EXPECT_EQ(PlaySchedule(s, g, 400000, p, Launch::kHost).per_step[0].bound, "dma");
-  p.hbm_gbps_per_chip = 800;  // one read and one write on chip 0: + 1000 ns of HBM
-  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 4000 + 1000, 1e-6);
+  // Four ranks on a chip of 8 physical cores: 2 cores, twice the engines, a rank.
+  ASSERT_EQ(g.ranks_on_chip[0], 4);
+  p.physical_cores_per_chip = 8;
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 2000, 1e-6);
+  // One read and one write on chip 0 at 100 GB/s: 8000 ns of HBM, longer than the data movement
+  // it overlaps, so it sets the step.
+  p.hbm_gbps_per_chip = 100;
+  EXPECT_NEAR(PlaySchedule(s, g, 400000, p, Launch::kHost).total_ns, 500 + 1000 + 8000, 1e-6);
+  EXPECT_EQ(PlaySchedule(s, g, 400000, p, Launch::kHost).per_step[0].bound, "hbm");
 }
 
 TEST(LinkModelTest, BetweenInstancesOverEfa) {
@@ -105,7 +113,7 @@ TEST(LinkModelTest, BetweenInstancesOverEfa) {
   g.chip = {all.chip[0], all.chip[64]};
   g.ranks_on_chip = {4, 4};
   const ScheduleCost c = PlaySchedule(OneStep({{{0}, 1, {0}, false, false}}, 2, 2), g, 100000, Params(), Launch::kHost);
-  EXPECT_NEAR(c.total_ns, 500 + 1000 + 15000 + 100000 / 100.0 + 100000 / 1e9, 1e-6);
+  EXPECT_NEAR(c.total_ns, 500 + 1000 + 15000 + 100000 / 100.0, 1e-6);
 }
 
 TEST(LinkModelTest, GroupOfOneCostsNothing) {
@@ -124,8 +132,8 @@ TEST(LinkModelTest, LaunchContextDecidesTheFixedCost) {
   p.in_graph_fixed_ns = 300;
   const ScheduleCost graph = PlaySchedule(s, g, 256000, p, Launch::kInGraph);
   const ScheduleCost host = PlaySchedule(s, g, 256000, p, Launch::kHost);
-  // fixed + step latency + 1 hop + 256000 B / 256 GB/s + HBM (one read or write per chip).
-  EXPECT_NEAR(graph.total_ns, 300 + 1000 + 100 + 1000 + 256000 / 1e9, 1e-6);
+  // fixed + step latency + 1 hop + 256000 B / 256 GB/s (the HBM's read and write overlap it).
+  EXPECT_NEAR(graph.total_ns, 300 + 1000 + 100 + 1000, 1e-6);
   EXPECT_NEAR(host.total_ns - graph.total_ns, 500, 1e-9);
   EXPECT_EQ(graph.fixed_ns, 0.0);
   EXPECT_EQ(host.fixed_ns, 500.0);
@@ -152,6 +160,50 @@ TEST(LinkModelTest, InGraphTp64AllReduceIsTensOfMicroseconds) {
   EXPECT_GT(host.cost.total_ns, 250000);
   EXPECT_EQ(graph.launch, Launch::kInGraph);
   EXPECT_NEAR(host.cost.total_ns - graph.cost.total_ns, host.cost.fixed_ns, 1e-6);
+}
+
+// RDH over 64 ranks on 16 chips: each local index walks the hypercube's axes in its own rotation,
+// so in every inter-chip step the 4 members of a chip send over 4 different links and no link
+// carries more than one member's bytes (with a common axis order, one link would carry all 4).
+TEST(LinkModelTest, RdhMembersOfAChipUseDifferentLinksEachStep) {
+  const GroupPlacement g = DefaultPlacement(64, 2, Trn2Profile());
+  const Schedule s = BuildSchedule(*FindAlgorithm("rdh"), CollectiveOp::kAllReduce, g, 16 << 20,
+                                   Trn2Profile());
+  const double chunk = (16 << 20) / 64.0;
+  const ScheduleCost c = PlaySchedule(s, g, chunk, Params(), Launch::kInGraph);
+  int inter = 0;
+  for (const StepCost& step : c.per_step) {
+    if (step.label.find("recursive") == std::string::npos) continue;
+    ++inter;
+    EXPECT_GT(step.link_bytes, 0) << step.label;
+    EXPECT_DOUBLE_EQ(step.link_bytes, step.dma_bytes) << step.label;
+  }
+  EXPECT_EQ(inter, 8);  // 4 halving + 4 doubling steps
+  // Halving's first step sends half of a member's quarter (2 MiB) over one link at 256 GB/s.
+  EXPECT_NEAR(c.per_step[1].move_ns, (2 << 20) / 256.0, 1e-6);
+}
+
+// The TP64 prefill all_reduce of 16 MiB on the trn2 profile, term by term (docs/collectives.md,
+// "Per-step arithmetic"). A rank at LNC 2 has 2 cores x min(362.5, 16 x 65536 / (27.5 + 65536 /
+// 27.2)) = 725 GB/s of collective DMA; the chip's HBM is 8 x 362.5 = 2900 GB/s.
+//   intra-chip reduce: 12 transfers of 4 MiB a chip, each reading 2 copies and writing one:
+//                      144 MiB of HBM / 2900 = 52067 ns (> 12 MiB / 725 = 17356 ns of DMA)
+//   halving 2, 1, 0.5, 0.25 MiB: HBM 24, 12, 6, 3 MiB / 2900 (above the link's 8192, 4096,
+//                      2048, 1024 ns by 6%), each + 1500 step + 150 hop latency
+//   doubling 0.25 .. 2 MiB: link-bound, 1024 .. 8192 ns + 1650 each
+//   intra-chip broadcast: 64 MiB of HBM / 2900 = 23141 ns
+//   fixed: 369 + 1300 = 1669 ns
+TEST(LinkModelTest, Tp64PrefillAllReduceByHand) {
+  const HardwareProfile prof = Trn2Profile();
+  const GroupPlacement g = DefaultPlacement(64, 2, prof);
+  const CollectivePlan plan =
+      PlanCollective(CollectiveOp::kAllReduce, g, 16 << 20, prof, "auto", Launch::kInGraph);
+  ASSERT_EQ(plan.algorithm, "rdh");
+  const double mib = 1 << 20, hbm = 2900, link = 256;
+  const double hand = 1669 + (1500 + 144 * mib / hbm) +
+                      (4 * 1650 + (24 + 12 + 6 + 3) * mib / hbm) +
+                      (4 * 1650 + (0.25 + 0.5 + 1 + 2) * mib / link) + (1500 + 64 * mib / hbm);
+  EXPECT_NEAR(plan.cost.total_ns, hand, 1e-6 * hand);
 }
 
 TEST(LinkModelTest, ParseLaunchNamesTheRule) {
