@@ -173,6 +173,20 @@ TEST_F(AllToAllVTest, DocsHandCalculationOneChip) {
                   LaunchName(launch), plan.cost.total_ns, want);
     }
   }
+  // LNC 2 (ranks 0-3 on chip 0, 4-7 on chip 1, x-neighbours), round 4 by hand: every member
+  // writes across; member 0 receives the largest transfer, 64 rows, after a hop; the link from
+  // chip 1 carries c0 + c1 + c2 + c3 = 120 rows (491520 B / 256 GB/s = 1920 ns), more than the
+  // receiving rank's DMA (262144 B / 725 GB/s) or the chip's HBM (127 rows / 2900 GB/s), so the
+  // round is 1500 + 150 + 1920 = 3570 ns.
+  const GroupPlacement g2 = DefaultPlacement(n, 2, pr);
+  const CollectivePlan plan2 = PlanAllToAllV(g2, rows, row, pr, "auto", Launch::kInGraph);
+  ASSERT_EQ(plan2.cost.per_step.size(), 7u);
+  EXPECT_NEAR(plan2.cost.per_step[3].ns, 1500 + 150 + 491520 / 256.0, 1e-6);
+  if (rank_ == 0) {
+    std::printf("all_to_all_v docs example, LNC 2, in_graph: model %.3f ns; rounds", plan2.cost.total_ns);
+    for (const StepCost& s : plan2.cost.per_step) std::printf(" %.3f", s.ns);
+    std::printf(" ns\n");
+  }
 }
 
 TEST_F(AllToAllVTest, BadCountsNameFieldValueAndRule) {
