@@ -1,6 +1,7 @@
 #include "collectives/collectives.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,7 +12,9 @@
 #include "collectives/collective_cost.h"
 #include "collectives/mpi_datatype.h"
 #include "collectives/reduction.h"
+#include "runtime/dma_engines.h"
 #include "runtime/error.h"
+#include "runtime/neuron_core.h"
 #include "runtime/sim_mode.h"
 
 namespace nkisim::collectives {
@@ -66,6 +69,27 @@ CollectiveResult Advance(RankContext& ctx, const char* name, double start, doubl
     std::snprintf(operands + at, sizeof(operands) - at, "]%s", DTypeName(shape_of.dtype()));
   }
   clock.Record(name, Engine::kCollective, start, end, bytes, 0, operands);
+  // The collective's DMA rings run on the rank's own DMA engines, which the kernels' transfers
+  // share: each core's engines carry its part of what this rank sends, as the rings' packets,
+  // from the collective's start (docs/collectives.md, "Cost model"). Nothing of the rank runs
+  // beside a collective today (every engine waits for its end), so this shows on the engine rows
+  // and in engine_busy_ns and delays nothing; a share finds the engine's first free gap.
+  if (bytes > 0) {
+    const int cores = ctx.lnc().lnc();
+    const int64_t per_core = (bytes + cores - 1) / cores;
+    for (int c = 0; c < cores; ++c) {
+      NeuronCore& core = ctx.lnc().core(c);
+      std::array<double, kMaxDmaEngines> starts{}, ends{};
+      core.dma().ReserveAllEngines(start, per_core, core.profile().dma_collective_packet_bytes(),
+                                   &starts, &ends);
+      const int64_t share = (per_core + core.dma().engines() - 1) / core.dma().engines();
+      for (int e = 0; e < core.dma().engines(); ++e) {
+        const size_t i = static_cast<size_t>(e);
+        core.timeline().RecordShare(name, DmaEngine(e), starts[i], ends[i], ends[i] - starts[i],
+                                    share, "collective DMA ring");
+      }
+    }
+  }
   for (int c = 0; c < ctx.lnc().lnc(); ++c) ctx.lnc().core(c).timeline().AdvanceAllTo(end);
   return {start, end, bytes, algorithm, reason};
 }

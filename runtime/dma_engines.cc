@@ -175,13 +175,13 @@ void RecordDmaTransfer(Timeline& clock, const HardwareProfile& p, const char* na
   clock.Record(name, DmaQueue(r.queue), t.trigger_ns, t.done_ns, bytes, 0, shapes);
 }
 
-double DmaEngines::ReserveAllEngines(double earliest_ns, int64_t bytes,
+double DmaEngines::ReserveAllEngines(double earliest_ns, int64_t bytes, int64_t descriptor_bytes,
                                      std::array<double, kMaxDmaEngines>* starts,
                                      std::array<double, kMaxDmaEngines>* ends) {
   const HardwareProfile& p = profile_;
   const int64_t per_engine = (bytes + engines_ - 1) / engines_;
-  const int64_t descriptors = (per_engine + p.dma_descriptor_max_bytes() - 1) /
-                              std::max<int64_t>(1, p.dma_descriptor_max_bytes());
+  const int64_t descriptors =
+      (per_engine + descriptor_bytes - 1) / std::max<int64_t>(1, descriptor_bytes);
   const double duration = DmaShareNs(p, per_engine, descriptors, 1.0);
   double done = earliest_ns;
   for (int e = 0; e < engines_; ++e) {

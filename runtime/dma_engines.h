@@ -93,10 +93,13 @@ class DmaEngines {
   // Holds `bytes` of the core's HBM port no earlier than earliest_ns (first gap that fits);
   // returns when they are through.
   double ReserveHbm(double earliest_ns, int64_t bytes);
-  // Holds every engine for its share of `bytes` moved from earliest_ns on (collectives' DMA
-  // rings, which share the engines with the kernels); returns when the last engine is done.
-  double ReserveAllEngines(double earliest_ns, int64_t bytes, std::array<double, kMaxDmaEngines>* starts,
+  // Holds every engine for its share of `bytes` moved in descriptors of at most
+  // descriptor_bytes from earliest_ns on (a collective's DMA rings, which share the engines with
+  // the kernels' transfers); returns when the last engine is done.
+  double ReserveAllEngines(double earliest_ns, int64_t bytes, int64_t descriptor_bytes,
+                           std::array<double, kMaxDmaEngines>* starts,
                            std::array<double, kMaxDmaEngines>* ends);
+  int engines() const { return engines_; }
 
  private:
   // Busy intervals of one resource, sorted, merged when they touch; only the last kWindow are

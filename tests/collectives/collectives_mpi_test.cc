@@ -153,6 +153,35 @@ TEST_F(CollectivesTest, ClocksJoinAtTheLatestMemberPlusTheCost) {
   EXPECT_DOUBLE_EQ(extremes[0], -extremes[1]) << "every rank leaves at the same simulated time";
 }
 
+// The collective's DMA rings run on the rank's own engines (which the kernels' transfers share):
+// each core's 16 engines gain the time of their part of what the rank sent, moved as 64 KiB
+// ring packets, and no more.
+TEST_F(CollectivesTest, CollectiveDmaOccupiesTheRanksEngines) {
+  const HardwareProfile& p = lnc_->core(0).profile();
+  std::vector<CoreSummary> before;
+  for (int c = 0; c < lnc_->lnc(); ++c) before.push_back(lnc_->core(c).timeline().Summarize(c, p));
+  TensorView in = Filled({65536}, DType::kFloat32, rank_);
+  TensorView out = TensorView::Create({65536 * world_}, DType::kFloat32, "out");
+  const CollectiveResult r = all_gather(*ctx_, World(), in, out);
+  ASSERT_GT(r.bytes, 0);
+  const int64_t per_core = (r.bytes + lnc_->lnc() - 1) / lnc_->lnc();
+  const int64_t share = (per_core + p.dma_engines() - 1) / p.dma_engines();
+  const int64_t packet = p.dma_collective_packet_bytes();
+  // By hand: descriptors x the descriptor time + bytes at the engine's raw rate.
+  const double descriptor_ns = p.dma_descriptor_max_bytes() / p.dma_engine_gbps() -
+                               p.dma_descriptor_max_bytes() / p.dma_engine_raw_gbps();
+  const double want = static_cast<double>((share + packet - 1) / packet) * descriptor_ns +
+                      share / p.dma_engine_raw_gbps();
+  for (int c = 0; c < lnc_->lnc(); ++c) {
+    const CoreSummary after = lnc_->core(c).timeline().Summarize(c, p);
+    for (int e = 0; e < static_cast<int>(p.dma_engines()); ++e) {
+      const int i = EngineIndex(DmaEngine(e));
+      EXPECT_NEAR(after.busy_ns[i] - before[c].busy_ns[i], want, 1e-6) << "core " << c << " engine " << e;
+    }
+  }
+  EXPECT_LT(want, r.end_ns - r.start_ns);  // the rings' engine time fits in the collective
+}
+
 TEST_F(CollectivesTest, SendRecvAroundARing) {
   const int next = (rank_ + 1) % world_, prev = (rank_ + world_ - 1) % world_;
   TensorView out = Filled({64, 3}, DType::kBFloat16, rank_);
