@@ -7,6 +7,7 @@ on it keeps a size-1 slice (a result is always at least 2-D); in HBM an integer 
 (a result is at least 1-D).
 """
 import numbers
+import typing
 
 from nki._runtime import _nkisim
 from nki._api import unsupported_error
@@ -33,19 +34,36 @@ def ds(start, size):
 
 
 class NKIObject:
-    """Base class of NKI's configuration objects: keyword arguments become attributes.
+    """Base class of NKI's user classes: NKI compiles every subclass as a data class whose
+    fields all default to ``None`` unless they give a default (the NKI language guide's "Class
+    Support": ``def __init__(self, x = None, y = False)``).
 
-    A subclass's public class attributes without an annotation (``section_idx = None``) are
-    fields too: they get an annotation here, so ``@dataclass`` on the subclass makes them
-    keyword arguments of its ``__init__``, as NKI's kernels construct them."""
+    So here: a subclass's annotated fields without a default get ``None`` as their default, and
+    its public class attributes without an annotation (``section_idx = None``) get an
+    annotation, so ``@dataclass`` on the subclass takes both as arguments of its ``__init__``,
+    as NKI's kernels construct them (the NKI library leaves fields out of such calls). Without
+    ``@dataclass`` the default ``__init__`` takes the annotated fields, positionally in order or
+    by keyword."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *args, **kwargs):
+        if args:
+            names = _field_names(type(self))
+            if len(args) > len(names):
+                raise TypeError(f"{type(self).__name__}() takes {len(names)} positional "
+                                f"field(s) ({', '.join(names) or 'none'}), got {len(args)}")
+            for name, value in zip(names, args):
+                if name in kwargs:
+                    raise TypeError(f"{type(self).__name__}() got field {name!r} twice")
+                kwargs[name] = value
         for key, value in kwargs.items():
             setattr(self, key, value)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("__annotations__")
+        for name, annotation in (own or {}).items():
+            if name not in cls.__dict__ and not _is_classvar(annotation):
+                setattr(cls, name, None)  # NKI's default for a field given no default
         added = {}
         for name, value in list(cls.__dict__.items()):
             if name.startswith("_") or (own and name in own):
@@ -58,6 +76,20 @@ class NKIObject:
             annotations = dict(own or {})
             annotations.update(added)  # after the annotated ones: each has a default
             cls.__annotations__ = annotations
+
+
+def _is_classvar(annotation):
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return annotation is typing.ClassVar or text.startswith(("ClassVar", "typing.ClassVar"))
+
+
+def _field_names(cls):
+    names = []
+    for klass in reversed(cls.__mro__):
+        for name, annotation in klass.__dict__.get("__annotations__", {}).items():
+            if name not in names and not _is_classvar(annotation):
+                names.append(name)
+    return names
 
 
 def _not_here(what):
@@ -309,7 +341,11 @@ class NkiTensor(NKIObject):
         return self._h.read()
 
     def __bool__(self):
-        """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
+        """An HBM tensor is true: it is there (kernels test an optional tensor argument with
+        ``if params.expert_index:``, as NKI's tracer takes any tensor as present); an on-chip
+        tile is true when every element is nonzero (``assert nl.equal(a, b)``), read now."""
+        if not isinstance(self._h, _nkisim.Tile):
+            return True
         import numpy as np
         return bool(np.all(self.numpy() != 0))
 
