@@ -14,6 +14,7 @@
 #include "runtime/nisa/shuffle.h"
 #include "runtime/nisa/affine_select.h"
 #include "runtime/nisa/nonzero.h"
+#include "runtime/nisa/local_gather.h"
 #include "runtime/nisa/scalar_reduce.h"
 #include "runtime/nisa/partition_reduce.h"
 #include "runtime/nisa/range_select.h"
@@ -163,6 +164,7 @@ void BindScanTop8(py::module_& m) {
   DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
   DefNoGil(m, "affine_select", &nisa::affine_select);
   DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
+  DefNoGil(m, "local_gather", &nisa::local_gather);
   DefNoGil(m, "tensor_partition_reduce", &nisa::tensor_partition_reduce);
   DefNoGil(m, "range_select",
            [](const Tile& dst, const Tile& on_true, nisa::AluOp cmp0, nisa::AluOp cmp1,

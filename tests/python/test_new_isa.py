@@ -713,3 +713,106 @@ def test_nc_n_gather_rules(rng):
         _n_gather(data, np.zeros((16, 8), np.int32))
     with pytest.raises(nisa.NkiValidationError, match=r"\[0, 32\)|index|range"):
         _n_gather(data, np.full((16, 8), 40, np.uint32))
+
+
+# --- local_gather -----------------------------------------------------------------------------
+def local_gather_golden(src, index, num_elem_per_idx, num_valid):
+    """The NKI 0.6 reference's numpy semantics: per 16-partition group, the indices flattened
+    partition dim first; each partition reads num_elem_per_idx elements at each index of its
+    own flattened row."""
+    parts = src.shape[0]
+    flat = src.reshape(parts, -1)
+    out = np.zeros((parts, num_valid * num_elem_per_idx), src.dtype)
+    for g in range(0, parts, 16):
+        idx = index[g:g + 16].flatten(order="F")[:num_valid]
+        for p in range(g, g + 16):
+            out[p] = np.concatenate([flat[p, i:i + num_elem_per_idx] for i in idx])
+    return out
+
+
+@nki.jit
+def _local_gather(src, index, num_elem_per_idx, num_valid, out_dtype=None):
+    s = nl.load(src)
+    i = nl.ndarray(index.shape, dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=i, src=nl.load(index))
+    n = num_valid if num_valid is not None else 16 * index.shape[1]
+    d = nl.ndarray((src.shape[0], n * num_elem_per_idx), dtype=out_dtype or s.dtype,
+                   buffer=nl.sbuf)
+    nisa.local_gather(dst=d, src_buffer=s, index=i, num_elem_per_idx=num_elem_per_idx,
+                      num_valid_indices=num_valid)
+    out = nl.ndarray(d.shape, dtype=d.dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_local_gather_reference_example(rng):
+    # the reference's example: src [128, 512, 4], one group's [16, 4] indices replicated to the
+    # eight groups, 4 elements per index (indices in elements: index * 4), 64 valid indices
+    src = (rng.random((128, 512, 4)) * 100).astype(np.float32)
+    per_core = rng.integers(0, 512, (16, 4))
+    index = (np.tile(per_core, (8, 1)) * 4).astype(np.int32)
+    out = _local_gather(src, index, 4, 64)
+    np.testing.assert_array_equal(out, local_gather_golden(src, index, 4, 64))
+    # the reference's own form of the result: np.take along the 512 axis, index order 'F'
+    want = np.stack([np.take(src[p], per_core.flatten(order="F")[:64], axis=0)
+                     for p in range(128)])
+    np.testing.assert_array_equal(out.reshape(128, 64, 4), want)
+
+
+def test_local_gather_groups_differ_and_default_count(rng):
+    src = rng.standard_normal((32, 40)).astype(np.float32)
+    index = rng.integers(0, 40, (32, 3)).astype(np.int32)   # each group its own indices
+    out = _local_gather(src, index, 1, None)                  # 16 x 3 = 48 valid by default
+    np.testing.assert_array_equal(out, local_gather_golden(src, index, 1, 48))
+
+
+def test_local_gather_bf16_keeps_its_dtype(rng):
+    from conftest import bf16_exact
+
+    @nki.jit
+    def k(src, index):
+        s = nl.ndarray(src.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=nl.load(src))
+        i = nl.ndarray(index.shape, dtype=nl.uint16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=i, src=nl.load(index))
+        d = nl.ndarray((16, 20 * 8), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.local_gather(dst=d, src_buffer=s, index=i, num_elem_per_idx=8,
+                          num_valid_indices=20)
+        f = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=f, src=d)
+        out = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, f)
+        return out
+
+    src = bf16_exact(rng, (16, 64))
+    index = (rng.integers(0, 8, (16, 2)) * 8).astype(np.int32)
+    np.testing.assert_array_equal(k(src, index), local_gather_golden(src, index, 8, 20))
+
+
+@pytest.mark.parametrize("kwargs, rule", [
+    (dict(num_elem_per_idx=3), r"num_elem_per_idx 3 must be one of 1, 2, 4, 8, 16, 32"),
+    (dict(num_valid=49), r"num_valid_indices 49 must be in \[1, min\(48"),
+    (dict(index_hi=40), r"operand 'index'.*reads outside src_buffer's 40 elements"),
+    (dict(out_dtype=nl.bfloat16), r"operand 'dst'.*dtype must be src_buffer's fp32"),
+])
+def test_local_gather_rules(rng, kwargs, rule):
+    src = rng.standard_normal((16, 40)).astype(np.float32)
+    index = np.full((16, 3), kwargs.pop("index_hi", 0), np.int32)
+    args = dict(num_elem_per_idx=1, num_valid=None) | kwargs
+    with pytest.raises(nisa.NkiValidationError, match=rule):
+        _local_gather(src, index, args["num_elem_per_idx"], args["num_valid"],
+                      args.get("out_dtype"))
+
+
+def test_local_gather_operand_rules():
+    @nki.jit
+    def k(parts, index_dtype):
+        s = nl.zeros((parts, 8), dtype=nl.float32)
+        i = nl.zeros((parts, 1), dtype=index_dtype)
+        d = nl.ndarray((parts, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.local_gather(dst=d, src_buffer=s, index=i)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'index'.*dtype must be uint16"):
+        k(16, nl.int32)
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'src_buffer'.*16-partition"):
+        k(24, nl.uint16)

@@ -327,6 +327,17 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
     return _DONE
 
 
+def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None):
+    """On GpSimd, per 16-partition group: the group's uint16 indices flattened partition dim
+    first, the first num_valid_indices of them; each partition p of the group gets
+    src_buffer[p, idx : idx + num_elem_per_idx] for each idx, in order (no cast)."""
+    n = "local_gather"
+    _isa.local_gather(_tile(dst, n, "dst"), _tile(src_buffer, n, "src_buffer"),
+                      _tile(index, n, "index"), int(num_elem_per_idx),
+                      -1 if num_valid_indices is None else int(num_valid_indices))
+    return _DONE
+
+
 def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
     """dst = data with the first occurrence of each of the 8 vals (taken from the last) replaced
     by imm; dst_idx, if given, gets their indices (Vector engine)."""
@@ -568,7 +579,6 @@ _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
         "exponential": _NO_INSTRUCTION,
-        "local_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,
