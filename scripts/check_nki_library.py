@@ -284,6 +284,37 @@ def _moe_tkg(t_, h, i, e, k):
     return make
 
 
+def _moe_block_tkg(b, s, h, i, e, k, has_bias, clamp):
+    """Selective experts (E global = E local), LNC 2 (the kernel's only grid), as the library's
+    generate_inputs makes them: inp, gamma, router weights and bias uniform in [-0.1, 0.1],
+    expert weights [E, H, 2, I] / [E, I, H] and biases normal; softmax router, Swish,
+    post-scaled affinities, its clamp limits (gate <= 7, -6 <= up <= 8)."""
+    def make(t, g):
+        common = importlib.import_module(PKG + "utils.common_types")
+        nl = importlib.import_module("nki.language")
+        bf = t.bfloat16
+
+        def uniform(*shape):
+            return (t.rand(*shape, generator=g) * 0.2 - 0.1).to(bf)
+        args = {"inp": uniform(b, s, h), "gamma": uniform(1, h), "router_weights": uniform(h, e),
+                "expert_gate_up_weights": _randn(t, g, e, h, 2, i).to(bf),
+                "expert_down_weights": _randn(t, g, e, i, h).to(bf),
+                "router_bias": uniform(1, e) if has_bias else None,
+                "expert_gate_up_bias": _randn(t, g, e, 2, i).to(bf) if has_bias else None,
+                "expert_down_bias": _randn(t, g, e, h).to(bf) if has_bias else None,
+                "top_k": k, "router_act_fn": common.RouterActFnType.SOFTMAX,
+                "router_pre_norm": False, "norm_topk_prob": False,
+                "expert_affinities_scaling_mode": common.ExpertAffinityScaleMode.POST_SCALE,
+                "hidden_act_fn": common.ActFnType.Swish,
+                "gate_clamp_upper_limit": 7.0 if clamp else None, "gate_clamp_lower_limit": None,
+                "up_clamp_upper_limit": 8.0 if clamp else None,
+                "up_clamp_lower_limit": -6.0 if clamp else None,
+                "router_mm_dtype": nl.bfloat16, "skip_router_logits": False,
+                "is_all_expert": False}
+        return args, dict(args)
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -345,6 +376,11 @@ CASES = [
         # the library's moe_tkg tolerances: rtol 2e-2, atol 1e-5
         ("T 4, H 1024, I 256, E 4, k 2 bf16 selected experts", _moe_tkg(4, 1024, 256, 4, 2),
          1e-5, 2e-2),
+    ]),
+    ("moe_block.moe_block_tkg:moe_block_tkg", "moe_block.moe_block_tkg_torch:moe_block_tkg_torch_ref", [
+        # the library's moe_block_tkg tolerances for 16-bit weights: rtol 1e-2, atol 1e-5
+        ("B 1, S 4, H 1024, I 192, E 8, k 4 bf16 bias clamp, LNC 2",
+         _moe_block_tkg(1, 4, 1024, 192, 8, 4, True, True), 1e-5, 1e-2, 2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5

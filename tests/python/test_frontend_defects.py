@@ -211,20 +211,19 @@ def test_nkiobject_fields_default_to_none_as_nki_compiles_them():
         Plain(1, True, 3)
 
 
-def test_an_hbm_tensor_is_true_without_a_read(monkeypatch):
-    # `if params.expert_index:` tests an optional tensor argument for presence
-    from nki.tensor import NkiTensor
-    reads = []
-    original = NkiTensor.numpy
-    monkeypatch.setattr(NkiTensor, "numpy", lambda self: reads.append(1) or original(self))
+def test_a_tensor_is_true_without_a_read(monkeypatch):
+    # `if params.expert_index:` tests an optional tensor for presence, as NKI's tracer does: an
+    # index tile holding zeros is there all the same
+    def boom(self, *args, **kwargs):
+        raise AssertionError("truth read the tile's values on the host")
+    monkeypatch.setattr(NkiTensor, "numpy", boom)
 
     @nki.jit
     def k(x):
         zeros = nl.zeros((4, 4), dtype=nl.float32)
-        return bool(x), bool(zeros), bool(nl.equal(zeros, zeros))
+        return bool(x), bool(zeros), bool(nl.equal(zeros, 1.0)), bool(zeros[0:2, 0:1])
 
-    assert k(np.zeros((4, 4), np.float32)) == (True, False, True)
-    assert len(reads) == 2   # the two tiles, not the HBM tensor
+    assert k(np.zeros((4, 4), np.float32)) == (True, True, True, True)
 
 
 def test_nc_version_is_ordered():
