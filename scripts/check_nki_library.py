@@ -315,6 +315,54 @@ def _moe_block_tkg(b, s, h, i, e, k, has_bias, clamp):
     return make
 
 
+def _moe_cte(impl, t_, h, i, e, blk, k, bias):
+    """Blockwise MoE (moe_cte's unified entry, LNC 2): each token routed to k distinct experts;
+    each expert's tokens fill whole blocks of blk positions (the rest point at the zero row T),
+    blocks in expert order, padding blocks to the last expert up to the library's block count
+    ceil((T k - (E - 1)) / blk) + E - 1; hidden and masked affinities uniform in [0, 1), weights
+    uniform in [-0.1, 0.1] (the library's generator), bf16."""
+    def make(t, g):
+        cte = importlib.import_module(PKG + "moe.moe_cte.moe_cte")
+        common = importlib.import_module(PKG + "utils.common_types")
+        utils = importlib.import_module(PKG + "moe.moe_cte.moe_cte_utils")
+        tests = importlib.import_module("test.integration.nkilib.core.moe.moe_cte.test_moe_cte_common")
+        bf = t.bfloat16
+        experts = t.stack([t.randperm(e, generator=g)[:k] for _ in range(t_)])   # [T, k]
+        mask = t.zeros(t_ + 1, e).scatter_(1, experts, 1.0)
+        mask[t_] = 0
+        n_blocks = -(-(t_ * k - (e - 1)) // blk) + e - 1
+        positions, owners = [], []
+        for x in range(e):
+            ids = [n for n in range(t_) if mask[n, x] > 0]
+            blocks = max(1, -(-len(ids) // blk)) if ids else 0
+            positions += ids + [t_] * (blocks * blk - len(ids))
+            owners += [x] * blocks
+        owners += [e - 1] * (n_blocks - len(owners))
+        positions += [t_] * (n_blocks * blk - len(positions))
+        hidden = t.rand(t_ + 1, h, generator=g)
+        hidden[t_] = 0
+        aff = (t.rand(t_ + 1, e, generator=g) * mask).reshape(-1, 1)
+        args = {"hidden_states": hidden.to(bf), "expert_affinities_masked": aff.to(bf),
+                "gate_up_proj_weight": (t.rand(e, h, 2, i, generator=g) * 0.2 - 0.1).to(bf),
+                "down_proj_weight": (t.rand(e, i, h, generator=g) * 0.2 - 0.1).to(bf),
+                "token_position_to_id": t.tensor(positions, dtype=t.int32),
+                "block_to_expert": t.tensor(owners, dtype=t.int32).reshape(-1, 1),
+                "block_size": blk,
+                "activation_function": common.ActFnType.SiLU,
+                "skip_dma": utils.SkipMode(False, False),
+                "is_tensor_update_accumulating": k != 1,
+                "expert_affinities_scaling_mode": common.ExpertAffinityScaleMode.POST_SCALE}
+        if bias:
+            args["gate_and_up_proj_bias"] = (t.rand(e, 2, i, generator=g) * 2 - 1).to(bf)
+            args["down_proj_bias"] = (t.rand(e, h, generator=g) * 2 - 1).to(bf)
+        ref = dict(args, bwmm_func=getattr(tests.BWMMFunc, impl), lnc_degree=2, top_k=k)
+        impl_enum = {"SHARD_ON_INTERMEDIATE": cte.MoECTEImplementation.shard_on_i,
+                     "SHARD_ON_BLOCK": cte.MoECTEImplementation.shard_on_block}[impl]
+        args["spec"] = cte.MoECTESpec(implementation=impl_enum)
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -381,6 +429,11 @@ CASES = [
         # the library's moe_block_tkg tolerances for 16-bit weights: rtol 1e-2, atol 1e-5
         ("B 1, S 4, H 1024, I 192, E 8, k 4 bf16 bias clamp, LNC 2",
          _moe_block_tkg(1, 4, 1024, 192, 8, 4, True, True), 1e-5, 1e-2, 2),
+    ]),
+    ("moe.moe_cte.moe_cte:moe_cte", "moe.moe_cte.moe_cte_torch:moe_cte_torch_ref", [
+        # the library's moe_cte tolerances (test_moe_cte.py): rtol 2e-2, atol 1e-5
+        ("shard on I, T 256, H 512, I 256, E 4, block 256, k 2 bf16 bias, LNC 2",
+         _moe_cte("SHARD_ON_INTERMEDIATE", 256, 512, 256, 4, 256, 2, True), 1e-5, 2e-2, 2),
     ]),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5

@@ -282,14 +282,15 @@ class NkiTensor(NKIObject):
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
            dtype=None):
-        if vector_offset is not None:
-            raise _not_here("vector_select")
         if self.on_chip:
+            if vector_offset is not None:
+                raise _not_here("vector_select")
             return self._tile_ap(pattern, offset, scalar_offset, indirect_dim, dtype)
-        if vector_offset is not None:
-            raise _not_here("vector_select")
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
         base = h.offset + (0 if offset is None else int(offset))
+        if vector_offset is not None:
+            return _IndirectView.make(self, h, base, pattern, scalar_offset, vector_offset,
+                                      indirect_dim)
         if scalar_offset is not None:
             # The offset's value is known now (an int, a register, or a one-element tensor read
             # by the host): the access lands where the hardware's indirect DMA would put it.
@@ -366,6 +367,61 @@ class _OutOfRangeView(NkiTensor):
 
     def __repr__(self):
         return f"NkiTensor(out-of-range access pattern: {self._error})"
+
+
+class _IndirectView(NkiTensor):
+    """An HBM access pattern whose first dim is addressed per partition by a run-time index
+    tile (``ap(..., vector_offset=idx, indirect_dim=d)``): row p is at the pattern's offset +
+    idx[p] x the stride of dim d. Only dma_copy moves data through it
+    (runtime/nisa/dma_indirect.h); anything else refuses it."""
+
+    __slots__ = ("_rows", "_index", "_index_stride")
+
+    @classmethod
+    def make(cls, tensor, h, base, pattern, scalar_offset, vector_offset, indirect_dim):
+        pattern = [(int(st), int(c)) for st, c in pattern]
+        if not isinstance(vector_offset, NkiTensor) or not vector_offset.on_chip:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {tensor!r}: vector_offset must be an SBUF "
+                f"tile of one index per partition, got {vector_offset!r}")
+        if not pattern or not 0 <= int(indirect_dim) < len(h.shape):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {tensor!r}: with vector_offset the pattern "
+                f"needs [stride, rows] first and indirect_dim {indirect_dim} must be a dim of "
+                f"{tuple(h.shape)}")
+        stride = h.strides[int(indirect_dim)]
+        if scalar_offset is not None:
+            base += host_int(scalar_offset) * stride
+        view = cls(None, tensor.buffer, tensor.name)
+        # dim 0's stride is 0: each row's start comes from the index at run time
+        view._rows = h.ap(base, [(0, pattern[0][1])] + pattern[1:])
+        view._index = vector_offset._h
+        view._index_stride = int(stride)
+        return view
+
+    @property
+    def _h(self):
+        raise _nkisim.NkiValidationError(
+            "invalid argument: an indirect HBM view (NkiTensor.ap with vector_offset) is an "
+            "operand of nisa.dma_copy only")
+
+    @_h.setter
+    def _h(self, value):
+        pass
+
+    @property
+    def shape(self):
+        return self._rows.shape
+
+    @property
+    def dtype(self):
+        return _dtypes.from_c(self._rows.dtype)
+
+    def is_indirect(self):
+        return True
+
+    def __repr__(self):
+        return f"NkiTensor(indirect HBM rows {tuple(self._rows.shape)} of '{self.name}')"
 
 
 def host_int(x):
