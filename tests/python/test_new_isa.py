@@ -816,3 +816,116 @@ def test_local_gather_operand_rules():
         k(16, nl.int32)
     with pytest.raises(nisa.NkiValidationError, match=r"operand 'src_buffer'.*16-partition"):
         k(24, nl.uint16)
+
+
+# --- dma_copy through an indirect HBM side (ap vector_offset) ----------------------------------
+@nki.jit
+def _gather_rows(table, idx, oob_skip=False, row_offset=0):
+    i = nl.load(idx)                                   # [P, 1] int32, one row index a partition
+    p, h = idx.shape[0], table.shape[1]
+    d = nl.full((p, h), -7.0, dtype=table.dtype)       # rows skipped keep this
+    nisa.dma_copy(dst=d, src=table.ap([[h, p], [1, h]], offset=row_offset * h, vector_offset=i,
+                                      indirect_dim=0),
+                  oob_mode=nisa.oob_mode.skip if oob_skip else nisa.oob_mode.error)
+    out = nl.ndarray((p, h), dtype=table.dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_indirect_gather_rows(rng):
+    table = rng.standard_normal((40, 24)).astype(np.float32)
+    idx = rng.integers(0, 40, (128, 1)).astype(np.int32)
+    np.testing.assert_array_equal(_gather_rows(table, idx), table[idx[:, 0]])
+    # the pattern's offset shifts every row: row p at (offset + idx[p]) rows
+    idx = rng.integers(0, 30, (16, 1)).astype(np.int32)
+    np.testing.assert_array_equal(_gather_rows(table, idx, row_offset=10), table[idx[:, 0] + 10])
+
+
+def test_indirect_scatter_into_a_flat_tensor(rng):
+    # the NKI library's router_topk form: a [P, 1] column scattered to flat positions of [T * E]
+    @nki.jit
+    def k(values, positions, n):
+        v = nl.load(values)
+        i = nl.load(positions)
+        out = nl.ndarray((n,), dtype=nl.float32, buffer=nl.shared_hbm)   # zeros
+        nisa.dma_copy(dst=out.ap([[1, values.shape[0]], [1, 1]], offset=0, vector_offset=i,
+                                 indirect_dim=0), src=v)
+        return out
+
+    values = rng.standard_normal((32, 1)).astype(np.float32)
+    positions = rng.permutation(200)[:32].reshape(32, 1).astype(np.int32)
+    golden = np.zeros(200, np.float32)
+    golden[positions[:, 0]] = values[:, 0]
+    np.testing.assert_array_equal(k(values, positions, 200), golden)
+
+
+def test_indirect_out_of_bounds_raises_or_skips(rng):
+    table = rng.standard_normal((8, 4)).astype(np.float32)
+    idx = np.array([[1], [8], [-1], [3]], np.int32)
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"vector_offset .* partition 1 holds 8: its row .* outside the "
+                             r"tensor's \[0, 32\)"):
+        _gather_rows(table, idx)
+    out = _gather_rows(table, idx, oob_skip=True)
+    golden = np.full((4, 4), -7.0, np.float32)
+    golden[[0, 3]] = table[[1, 3]]
+    np.testing.assert_array_equal(out, golden)
+
+
+def test_indirect_view_rules():
+    table = np.zeros((8, 4), np.float32)
+
+    @nki.jit
+    def float_index(t):
+        i = nl.full((4, 1), 1.0, dtype=nl.float32)
+        d = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"'vector_offset'.*integer dtype"):
+        float_index(table)
+
+    @nki.jit
+    def wrong_rows(t):
+        i = nl.full((4, 1), 1, dtype=nl.int32)
+        d = nl.ndarray((8, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"'dst'.*one partition per indexed row"):
+        wrong_rows(table)
+
+    @nki.jit
+    def not_a_dma(t):
+        i = nl.full((4, 1), 1, dtype=nl.int32)
+        d = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand of nisa.dma_copy only"):
+        not_a_dma(table)
+
+
+# --- nc_matmul transpose mode into PSUM of the input dtype ---------------------------------------
+@nki.jit
+def _transpose_mode(x, moving_scale=1.0):
+    s = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=s, src=nl.load(x))
+    k = x.shape[0]
+    eye = nl.shared_identity_matrix(k, dtype=nl.bfloat16)
+    if moving_scale != 1.0:
+        scaled = nl.ndarray((k, k), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=scaled, data=eye, op0=nl.multiply, operand0=moving_scale)
+        eye = scaled
+    p = nl.ndarray((x.shape[1], k), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=s, moving=eye, is_transpose=True)
+    f = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=f, src=p)
+    out = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, f)
+    return out
+
+
+def test_transpose_mode_into_bf16_psum(rng):
+    from conftest import bf16_exact
+    x = bf16_exact(rng, (64, 96))
+    np.testing.assert_array_equal(_transpose_mode(x), x.T)
+    with pytest.raises(nisa.NkiValidationError, match=r"'moving'.*must be the identity"):
+        _transpose_mode(x, 2.0)
