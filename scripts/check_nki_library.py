@@ -363,6 +363,88 @@ def _moe_cte(impl, t_, h, i, e, blk, k, bias):
     return make
 
 
+def _mx_gate_up_wrapper(gate_up):
+    """This script's own HBM-in / HBM-out kernel around the MxFP4 gate/up projection, which takes
+    SBUF state as its docstring lays it out: the hidden (fp8_e5m2 x4) shard of this program in
+    SBUF, its scales in the quadrant layout (rows 32 q .. 32 q + 4 hold scale rows 4 q .. 4 q + 4),
+    the weights (fp4 x4) and their scales in HBM, the bias in SBUF; program 0 stores the result,
+    with the rows past I zeroed (the kernel defines only I / 4 rows of the last 512-column tile)."""
+    def gate_up_hbm(hidden_qtz, hidden_scale, weight_qtz, weight_scale, bias, H, I, BxS):
+        import nki.isa as nisa
+        import nki.language as nl
+        consts = importlib.import_module(PKG + "mlp.mlp_tkg.projection_mx_constants")
+        view = importlib.import_module(PKG + "utils.tensor_view")
+        n_prgs, prg = nl.num_programs(0), nl.program_id(0)
+        shard = H // 512 // n_prgs
+        n_i512 = -(-I // 512)
+        hidden_sb = nl.ndarray((128, shard, BxS), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=hidden_sb, src=hidden_qtz.view(nl.float8_e5m2_x4)[
+            :, prg * shard:(prg + 1) * shard, :])
+        scale_sb = nl.ndarray((128, shard, BxS), dtype=nl.uint8, buffer=nl.sbuf)
+        for q in range(4):
+            nisa.dma_copy(dst=scale_sb[32 * q:32 * q + 4, :, :],
+                          src=hidden_scale[4 * q:4 * q + 4, prg * shard:(prg + 1) * shard, :])
+        bias_sb = nl.ndarray((128, n_i512, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=bias_sb, value=0.0)
+        nisa.dma_copy(dst=bias_sb[:bias.shape[0], :, :], src=bias)
+        result = gate_up(hidden_qtz_sb=view.TensorView(hidden_sb),
+                         hidden_scale_sb=view.TensorView(scale_sb),
+                         weight_qtz=view.TensorView(weight_qtz.view(nl.float4_e2m1fn_x4)),
+                         weight_scale=view.TensorView(weight_scale),
+                         bias_sb=view.TensorView(bias_sb),
+                         cfg=consts.ProjConfig(H, I, BxS, n_prgs, prg))
+        out = nl.ndarray(result.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        if prg == 0:
+            nisa.dma_copy(dst=out, src=result)
+            if I % 512:
+                pad = (512 - I % 512) // 4
+                zeros = nl.ndarray((pad, 1, BxS, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+                nisa.memset(dst=zeros, value=0.0)
+                nisa.dma_copy(dst=out[128 - pad:, n_i512 - 1:n_i512, :, :], src=zeros)
+        return out
+    return gate_up_hbm
+
+
+def _unpack_fp4_x4(packed):
+    """fp4_e2m1fn x4 codes (uint16 [P, F]) -> float32 torch [P, 4 F], lowest nibble first. The
+    reference's own unpacker indexes with int32 tensors, which torch 1.13 (Debian's) refuses; it
+    takes this one through its weight_unpack_fn argument."""
+    t = _torch()
+    codes = packed.astype(np.int64)[..., None] >> np.array([0, 4, 8, 12]) & 0xF
+    magnitude = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], np.float32)[codes & 7]
+    values = np.where(codes & 8, -magnitude, magnitude)
+    return t.from_numpy(values.reshape(packed.shape[:-1] + (packed.shape[-1] * 4,)))
+
+
+def _mx_gate_up(bxs, h, i):
+    """MxFP4 gate/up projection (trn3, LNC 2): hidden fp8_e5m2 x4 [128, H/512, BxS] and weights
+    fp4_e2m1fn x4 [128, H/512, I] made as raw bits (finite values: fp8 exponents 12..17, every
+    fp4 code), block scales uint8 in 125..129 ([16, H/512, .]), bias [I/4 or 128, I/512, 4]."""
+    def make(t, g):
+        def bits(lo, hi, *shape):
+            return t.randint(lo, hi, shape, generator=g).numpy().astype(np.uint32)
+        n_h = h // 512
+
+        def fp8(*shape):   # sign, exponent 12..17, mantissa: one byte each, 4 to a uint32
+            b = (bits(0, 2, *shape, 4) << 7) | (bits(12, 18, *shape, 4) << 2) | bits(0, 4, *shape, 4)
+            return (b << np.array([0, 8, 16, 24], np.uint32)).sum(-1).astype(np.uint32)
+
+        def fp4(*shape):   # any 4-bit code, 4 to a uint16
+            b = bits(0, 16, *shape, 4)
+            return (b << np.array([0, 4, 8, 12], np.uint32)).sum(-1).astype(np.uint16)
+        hidden, weight = fp8(128, n_h, bxs), fp4(128, n_h, i)
+        h_scale = t.randint(125, 130, (16, n_h, bxs), generator=g, dtype=t.uint8)
+        w_scale = t.randint(125, 130, (16, n_h, i), generator=g, dtype=t.uint8)
+        bias = t.rand(128 if i >= 512 else i // 4, -(-i // 512), 4, generator=g).to(t.bfloat16)
+        common = {"H": h, "I": i, "BxS": bxs}
+        args = dict(common, hidden_qtz=hidden, hidden_scale=h_scale.numpy(), weight_qtz=weight,
+                    weight_scale=w_scale.numpy(), bias=bias)
+        ref = dict(common, hidden_qtz=hidden, hidden_scale=h_scale, weight_qtz=weight,
+                   weight_scale=w_scale, bias=bias.float(), weight_unpack_fn=_unpack_fp4_x4)
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -435,6 +517,14 @@ CASES = [
         ("shard on I, T 256, H 512, I 256, E 4, block 256, k 2 bf16 bias, LNC 2",
          _moe_cte("SHARD_ON_INTERMEDIATE", 256, 512, 256, 4, 256, 2, True), 1e-5, 2e-2, 2),
     ]),
+    ("mlp.mlp_tkg.gate_up_projection_mx_shard_H:gate_up_projection_mx_tp_shard_H",
+     "mlp.mlp_tkg.mlp_proj_mxfp4_torch:gate_up_proj_mxfp4_torch_ref", [
+        # the library's MxFP4 projection tests: trn3 only, LNC 2, rtol 2e-2, atol 1e-5
+        ("BxS 4, H 3072, I 192 fp8 x fp4, trn3, LNC 2", _mx_gate_up(4, 3072, 192), 1e-5, 2e-2,
+         2, "trn3"),
+        ("BxS 4, H 1024, I 768 fp8 x fp4, trn3, LNC 2", _mx_gate_up(4, 1024, 768), 1e-5, 2e-2,
+         2, "trn3"),
+    ], _mx_gate_up_wrapper),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
         ("q[1,256,64] kv 256 fp32 causal", _attention_cte(1, 256, 256, 64, "float32", True),
@@ -504,7 +594,19 @@ def _np(x):
     return np.asarray(x)
 
 
-def run_case(kernel, ref, make, atol, rtol, lnc=1):
+def run_case(kernel, ref, make, atol, rtol, lnc=1, platform=None):
+    """platform: run on that target's profile (trn3), as the library harness's
+    NEURON_PLATFORM_TARGET_OVERRIDE selects it; default the trn2 profile."""
+    if platform is not None:
+        old = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+        os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = platform
+        try:
+            return run_case(kernel, ref, make, atol, rtol, lnc)
+        finally:
+            if old is None:
+                del os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"]
+            else:
+                os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = old
     import nki
     t = _torch()
     g = t.Generator().manual_seed(0)
@@ -593,8 +695,6 @@ def main():
         kernel_mod = {"subkernels.rmsnorm": "subkernels.rmsnorm_tkg",
                       "subkernels.layernorm": "subkernels.layernorm_tkg",
                       "topk.torch_ref": "topk.rotational_topk",
-                      # the MxFP4 projections' reference: its kernels are the _mx_shard_H files
-                      "mlp.mlp_tkg.mlp_proj_mxfp4": "mlp.mlp_tkg.gate_up_projection_mx_shard_H",
                       "transformer.transformer_tkg": None}.get(kernel_mod, kernel_mod)
         if kernel_mod is None:
             counts["NOT RUN"] += 1

@@ -224,12 +224,26 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
     """MX matmul (NeuronCore-v4 profiles: NKISIM_PROFILE=trn3)."""
     if accumulate is None:
         accumulate = _auto_accumulate(dst)
+    # kernels hand over views like [128, 1, 128]: one free dim once size-1 dims are dropped
+    stationary, moving, stationary_scale, moving_scale = (
+        _drop_unit_free_dims(x) for x in (stationary, moving, stationary_scale, moving_scale))
     _isa.nc_matmul_mx(_tile(dst, "nc_matmul_mx", "dst"),
                       _tile(stationary, "nc_matmul_mx", "stationary"),
                       _tile(moving, "nc_matmul_mx", "moving"),
                       _tile(stationary_scale, "nc_matmul_mx", "stationary_scale"),
                       _tile(moving_scale, "nc_matmul_mx", "moving_scale"), bool(accumulate))
     return _DONE
+
+
+def _drop_unit_free_dims(x):
+    """An on-chip view with its size-1 free dims dropped (the same elements in the same order);
+    left as it is when nothing drops or when it is not a tile."""
+    if not isinstance(x, NkiTensor) or not x.on_chip or len(x.shape) <= 2:
+        return x
+    free = [n for n in x.shape[1:] if n != 1] or [1]
+    if len(free) == len(x.shape) - 1:
+        return x
+    return x.reshape((x.shape[0],) + tuple(free))
 
 
 def quantize_mx(dst, src, dst_scale, name=None):
