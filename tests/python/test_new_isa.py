@@ -929,3 +929,68 @@ def test_transpose_mode_into_bf16_psum(rng):
     np.testing.assert_array_equal(_transpose_mode(x), x.T)
     with pytest.raises(nisa.NkiValidationError, match=r"'moving'.*must be the identity"):
         _transpose_mode(x, 2.0)
+
+
+# --- nc_matmul_mx into a bf16 PSUM tile (NeuronCore-v4) ---------------------------------------
+def _fp8_e5m2(bytes_):
+    """Decode fp8_e5m2 bytes (finite) with plain numpy."""
+    b = bytes_.astype(np.int64)
+    sign = np.where(b >> 7 & 1, -1.0, 1.0)
+    exp, man = b >> 2 & 0x1F, b & 3
+    mag = np.where(exp == 0, man / 4.0 * 2.0 ** -14, (1 + man / 4.0) * 2.0 ** (exp - 15.0))
+    return sign * mag
+
+
+def _random_fp8_x4(rng, p, f):
+    """[P, F] uint32 of four finite fp8_e5m2 bytes each, and the [4 P, F] values (k = 4 p + j)."""
+    raw = (rng.integers(0, 2, (p, f, 4)) << 7 | rng.integers(13, 18, (p, f, 4)) << 2
+           | rng.integers(0, 4, (p, f, 4))).astype(np.uint32)
+    packed = (raw << np.array([0, 8, 16, 24], np.uint32)).sum(-1).astype(np.uint32)
+    return packed, _fp8_e5m2(raw).transpose(0, 2, 1).reshape(4 * p, f)
+
+
+def test_matmul_mx_bf16_psum_and_unit_free_dims(rng, monkeypatch):
+    monkeypatch.setenv("NKISIM_PROFILE", "trn3")
+
+    @nki.jit
+    def k(s_bits, m_bits, dst_dtype):
+        p, mm = s_bits.shape
+        n = m_bits.shape[1]
+        s = nl.ndarray((p, 1, mm), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)   # a size-1 dim
+        nisa.dma_copy(dst=s[:, 0, :], src=s_bits.view(nl.float8_e5m2_x4))
+        m = nl.ndarray((p, n), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=m, src=m_bits.view(nl.float8_e5m2_x4))
+        s_scale = nl.ndarray((p, 1, mm), dtype=nl.uint8, buffer=nl.sbuf)
+        m_scale = nl.ndarray((p, n), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=s_scale, value=127)   # neutral scales: 2^0
+        nisa.memset(dst=m_scale, value=127)
+        acc = nl.ndarray((mm, n), dtype=dst_dtype, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=acc, stationary=s, moving=m, stationary_scale=s_scale,
+                          moving_scale=m_scale, accumulate=False)
+        nisa.nc_matmul_mx(dst=acc, stationary=s, moving=m, stationary_scale=s_scale,
+                          moving_scale=m_scale, accumulate=True)
+        f = nl.ndarray((mm, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=f, src=acc)
+        out = nl.ndarray((mm, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, f)
+        return out
+
+    s_bits, a = _random_fp8_x4(rng, 32, 64)
+    m_bits, b = _random_fp8_x4(rng, 32, 16)
+    golden = 2 * a.T @ b
+    assert_close(k(s_bits, m_bits, nl.float32), golden, atol=0, rtol=1e-6)
+    out = k(s_bits, m_bits, nl.bfloat16)
+    assert_close(out, golden, atol=0, rtol=2 ** -7)   # two bf16 roundings
+    assert not np.array_equal(out, k(s_bits, m_bits, nl.float32))   # it did round to bf16
+
+    @nki.jit
+    def wrong_memory(s_bits):
+        s = nl.ndarray(s_bits.shape, dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=s_bits.view(nl.float8_e5m2_x4))
+        sc = nl.ndarray(s_bits.shape, dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=sc, value=127)
+        d = nl.ndarray((s_bits.shape[1], s_bits.shape[1]), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.nc_matmul_mx(dst=d, stationary=s, moving=s, stationary_scale=sc, moving_scale=sc)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*must be a PSUM tile"):
+        wrong_memory(s_bits)
