@@ -189,6 +189,9 @@ void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
   }
   // NeuronCore-v4 (the only MX path) writes dst in fp32 or bf16 (NKI 0.6 reference).
   const bool bf16_dst = dst.dtype() == DType::kBFloat16;
+  if (dst.dtype() != DType::kFloat32 && !bf16_dst) {
+    Illegal(kInst, "dst", dst, "must be an fp32 or bf16 PSUM tile");
+  }
   if (bf16_dst) {
     CheckBf16Output(kInst, stationary, moving, dst, m, n);
   } else {
