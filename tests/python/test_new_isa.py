@@ -994,3 +994,29 @@ def test_matmul_mx_bf16_psum_and_unit_free_dims(rng, monkeypatch):
 
     with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*must be a PSUM tile"):
         wrong_memory(s_bits)
+
+
+# --- nl.int16 -----------------------------------------------------------------------------------
+def test_int16_round_trips_converts_and_saturates(rng):
+    @nki.jit
+    def k(x, y):
+        a = nl.load(x)                                         # int16 in HBM and SBUF
+        wide = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=wide, src=a)
+        narrowed = nl.ndarray(y.shape, dtype=nl.int16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=narrowed, src=nl.load(y))         # fp32 -> int16 saturates
+        summed = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=summed, data1=a, data2=narrowed, op=nl.add)
+        out = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.shared_hbm)
+        nl.store(out, summed)
+        w = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(w, wide)
+        return out, w
+
+    x = rng.integers(-20000, 20000, (64, 32)).astype(np.int16)
+    y = rng.uniform(-70000, 70000, (64, 32)).astype(np.float32)
+    out, wide = k(x, y)
+    assert out.dtype == np.int16
+    np.testing.assert_array_equal(wide, x.astype(np.int32))
+    narrowed = np.clip(np.rint(y), -32768, 32767)
+    np.testing.assert_array_equal(out, np.clip(x + narrowed, -32768, 32767).astype(np.int16))

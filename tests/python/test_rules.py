@@ -98,8 +98,8 @@ def test_unimplemented_api_names_itself_and_the_version(call):
 def test_unimplemented_messages():
     with pytest.raises(NotImplementedError, match=r"nki\.isa\.topk \(NKI 0\.6, Neuron SDK 2\.32\)"):
         nisa.topk(None, None, None, 8)
-    with pytest.raises(NotImplementedError, match=r"nki\.language\.int16"):
-        nl.ndarray((128, 4), dtype=nl.int16)
+    with pytest.raises(NotImplementedError, match=r"nki\.language\.tfloat32"):
+        nl.ndarray((128, 4), dtype=nl.tfloat32)
 
 
 def test_replica_groups_must_partition_the_world():
