@@ -139,7 +139,7 @@ size_t SizeOf(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
     case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: return 4;
-    case DType::kBFloat16: case DType::kFloat16: case DType::kUInt16: return 2;
+    case DType::kBFloat16: case DType::kFloat16: case DType::kUInt16: case DType::kInt16: return 2;
     case DType::kFp4E2M1FNx4: return 2;
     default: return 1;
   }
@@ -157,6 +157,7 @@ const char* DTypeName(DType dtype) {
     case DType::kUInt8: return "uint8";
     case DType::kInt32: return "int32";
     case DType::kUInt16: return "uint16";
+    case DType::kInt16: return "int16";
     case DType::kUInt32: return "uint32";
     case DType::kFp8E4M3FNx4: return "fp8_e4m3fn_x4";
     case DType::kFp8E5M2x4: return "fp8_e5m2_x4";
@@ -216,6 +217,7 @@ double MaxValue(DType dtype) {
     case DType::kUInt8: return std::numeric_limits<uint8_t>::max();
     case DType::kInt32: return std::numeric_limits<int32_t>::max();
     case DType::kUInt16: return std::numeric_limits<uint16_t>::max();
+    case DType::kInt16: return std::numeric_limits<int16_t>::max();
     case DType::kUInt32: return std::numeric_limits<uint32_t>::max();
     case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4:
       return X4MaxValue(dtype);
@@ -246,6 +248,7 @@ float ToFloat(DType dtype, const void* e) {
     case DType::kUInt8: return static_cast<float>(LoadRaw<uint8_t>(e));
     case DType::kInt32: return static_cast<float>(LoadRaw<int32_t>(e));
     case DType::kUInt16: return static_cast<float>(LoadRaw<uint16_t>(e));
+    case DType::kInt16: return static_cast<float>(LoadRaw<int16_t>(e));
     case DType::kUInt32: return static_cast<float>(LoadRaw<uint32_t>(e));
     case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4: break;
   }
@@ -265,6 +268,7 @@ void FromFloat(DType dtype, float v, void* e) {
     case DType::kUInt8: StoreRaw(e, SaturateToInt<uint8_t>(v)); return;
     case DType::kInt32: StoreRaw(e, SaturateToInt<int32_t>(v)); return;
     case DType::kUInt16: StoreRaw(e, SaturateToInt<uint16_t>(v)); return;
+    case DType::kInt16: StoreRaw(e, SaturateToInt<int16_t>(v)); return;
     case DType::kUInt32: StoreRaw(e, SaturateToInt<uint32_t>(v)); return;
     case DType::kFp8E4M3FNx4: case DType::kFp8E5M2x4: case DType::kFp4E2M1FNx4: break;
   }

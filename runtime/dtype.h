@@ -33,12 +33,13 @@ enum class DType : uint8_t {
   kFp8E4M3FNx4,  // 4 x fp8_e4m3fn in 32 bits
   kFp8E5M2x4,    // 4 x fp8_e5m2 in 32 bits
   kFp4E2M1FNx4,  // 4 x fp4_e2m1fn (OCP: no inf, no NaN, largest finite 6) in 16 bits
+  kInt16,        // last: the values above keep their numbers
 };
 
 inline constexpr DType kAllDTypes[] = {
     DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kFp8E4M3,
     DType::kFp8E4M3FN, DType::kFp8E5M2, DType::kInt8, DType::kUInt8,
-    DType::kInt32, DType::kUInt16, DType::kUInt32};
+    DType::kInt32, DType::kUInt16, DType::kUInt32, DType::kInt16};
 // The x4 containers, kept out of kAllDTypes: they hold no single value to convert.
 inline constexpr DType kX4DTypes[] = {DType::kFp8E4M3FNx4, DType::kFp8E5M2x4, DType::kFp4E2M1FNx4};
 

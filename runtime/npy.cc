@@ -31,7 +31,7 @@ struct NpyType {
 constexpr NpyType kNpyTypes[] = {
     {"<f4", DType::kFloat32}, {"<f2", DType::kFloat16}, {"|i1", DType::kInt8},
     {"|u1", DType::kUInt8},   {"<i4", DType::kInt32},   {"<u2", DType::kUInt16},
-    {"<u4", DType::kUInt32}};
+    {"<u4", DType::kUInt32}, {"<i2", DType::kInt16}};
 
 std::string SupportedDescrs() {
   std::string list;

@@ -284,6 +284,167 @@ def _moe_tkg(t_, h, i, e, k):
     return make
 
 
+def _moe_block_tkg(b, s, h, i, e, k, has_bias, clamp):
+    """Selective experts (E global = E local), LNC 2 (the kernel's only grid), as the library's
+    generate_inputs makes them: inp, gamma, router weights and bias uniform in [-0.1, 0.1],
+    expert weights [E, H, 2, I] / [E, I, H] and biases normal; softmax router, Swish,
+    post-scaled affinities, its clamp limits (gate <= 7, -6 <= up <= 8)."""
+    def make(t, g):
+        common = importlib.import_module(PKG + "utils.common_types")
+        nl = importlib.import_module("nki.language")
+        bf = t.bfloat16
+
+        def uniform(*shape):
+            return (t.rand(*shape, generator=g) * 0.2 - 0.1).to(bf)
+        args = {"inp": uniform(b, s, h), "gamma": uniform(1, h), "router_weights": uniform(h, e),
+                "expert_gate_up_weights": _randn(t, g, e, h, 2, i).to(bf),
+                "expert_down_weights": _randn(t, g, e, i, h).to(bf),
+                "router_bias": uniform(1, e) if has_bias else None,
+                "expert_gate_up_bias": _randn(t, g, e, 2, i).to(bf) if has_bias else None,
+                "expert_down_bias": _randn(t, g, e, h).to(bf) if has_bias else None,
+                "top_k": k, "router_act_fn": common.RouterActFnType.SOFTMAX,
+                "router_pre_norm": False, "norm_topk_prob": False,
+                "expert_affinities_scaling_mode": common.ExpertAffinityScaleMode.POST_SCALE,
+                "hidden_act_fn": common.ActFnType.Swish,
+                "gate_clamp_upper_limit": 7.0 if clamp else None, "gate_clamp_lower_limit": None,
+                "up_clamp_upper_limit": 8.0 if clamp else None,
+                "up_clamp_lower_limit": -6.0 if clamp else None,
+                "router_mm_dtype": nl.bfloat16, "skip_router_logits": False,
+                "is_all_expert": False}
+        return args, dict(args)
+    return make
+
+
+def _moe_cte(impl, t_, h, i, e, blk, k, bias):
+    """Blockwise MoE (moe_cte's unified entry, LNC 2): each token routed to k distinct experts;
+    each expert's tokens fill whole blocks of blk positions (the rest point at the zero row T),
+    blocks in expert order, padding blocks to the last expert up to the library's block count
+    ceil((T k - (E - 1)) / blk) + E - 1; hidden and masked affinities uniform in [0, 1), weights
+    uniform in [-0.1, 0.1] (the library's generator), bf16."""
+    def make(t, g):
+        cte = importlib.import_module(PKG + "moe.moe_cte.moe_cte")
+        common = importlib.import_module(PKG + "utils.common_types")
+        utils = importlib.import_module(PKG + "moe.moe_cte.moe_cte_utils")
+        tests = importlib.import_module("test.integration.nkilib.core.moe.moe_cte.test_moe_cte_common")
+        bf = t.bfloat16
+        experts = t.stack([t.randperm(e, generator=g)[:k] for _ in range(t_)])   # [T, k]
+        mask = t.zeros(t_ + 1, e).scatter_(1, experts, 1.0)
+        mask[t_] = 0
+        n_blocks = -(-(t_ * k - (e - 1)) // blk) + e - 1
+        positions, owners = [], []
+        for x in range(e):
+            ids = [n for n in range(t_) if mask[n, x] > 0]
+            blocks = max(1, -(-len(ids) // blk)) if ids else 0
+            positions += ids + [t_] * (blocks * blk - len(ids))
+            owners += [x] * blocks
+        owners += [e - 1] * (n_blocks - len(owners))
+        positions += [t_] * (n_blocks * blk - len(positions))
+        hidden = t.rand(t_ + 1, h, generator=g)
+        hidden[t_] = 0
+        aff = (t.rand(t_ + 1, e, generator=g) * mask).reshape(-1, 1)
+        args = {"hidden_states": hidden.to(bf), "expert_affinities_masked": aff.to(bf),
+                "gate_up_proj_weight": (t.rand(e, h, 2, i, generator=g) * 0.2 - 0.1).to(bf),
+                "down_proj_weight": (t.rand(e, i, h, generator=g) * 0.2 - 0.1).to(bf),
+                "token_position_to_id": t.tensor(positions, dtype=t.int32),
+                "block_to_expert": t.tensor(owners, dtype=t.int32).reshape(-1, 1),
+                "block_size": blk,
+                "activation_function": common.ActFnType.SiLU,
+                "skip_dma": utils.SkipMode(False, False),
+                "is_tensor_update_accumulating": k != 1,
+                "expert_affinities_scaling_mode": common.ExpertAffinityScaleMode.POST_SCALE}
+        if bias:
+            args["gate_and_up_proj_bias"] = (t.rand(e, 2, i, generator=g) * 2 - 1).to(bf)
+            args["down_proj_bias"] = (t.rand(e, h, generator=g) * 2 - 1).to(bf)
+        ref = dict(args, bwmm_func=getattr(tests.BWMMFunc, impl), lnc_degree=2, top_k=k)
+        impl_enum = {"SHARD_ON_INTERMEDIATE": cte.MoECTEImplementation.shard_on_i,
+                     "SHARD_ON_BLOCK": cte.MoECTEImplementation.shard_on_block}[impl]
+        args["spec"] = cte.MoECTESpec(implementation=impl_enum)
+        return args, ref
+    return make
+
+
+def _mx_gate_up_wrapper(gate_up):
+    """This script's own HBM-in / HBM-out kernel around the MxFP4 gate/up projection, which takes
+    SBUF state as its docstring lays it out: the hidden (fp8_e5m2 x4) shard of this program in
+    SBUF, its scales in the quadrant layout (rows 32 q .. 32 q + 4 hold scale rows 4 q .. 4 q + 4),
+    the weights (fp4 x4) and their scales in HBM, the bias in SBUF; program 0 stores the result,
+    with the rows past I zeroed (the kernel defines only I / 4 rows of the last 512-column tile)."""
+    def gate_up_hbm(hidden_qtz, hidden_scale, weight_qtz, weight_scale, bias, H, I, BxS):
+        import nki.isa as nisa
+        import nki.language as nl
+        consts = importlib.import_module(PKG + "mlp.mlp_tkg.projection_mx_constants")
+        view = importlib.import_module(PKG + "utils.tensor_view")
+        n_prgs, prg = nl.num_programs(0), nl.program_id(0)
+        shard = H // 512 // n_prgs
+        n_i512 = -(-I // 512)
+        hidden_sb = nl.ndarray((128, shard, BxS), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=hidden_sb, src=hidden_qtz.view(nl.float8_e5m2_x4)[
+            :, prg * shard:(prg + 1) * shard, :])
+        scale_sb = nl.ndarray((128, shard, BxS), dtype=nl.uint8, buffer=nl.sbuf)
+        for q in range(4):
+            nisa.dma_copy(dst=scale_sb[32 * q:32 * q + 4, :, :],
+                          src=hidden_scale[4 * q:4 * q + 4, prg * shard:(prg + 1) * shard, :])
+        bias_sb = nl.ndarray((128, n_i512, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=bias_sb, value=0.0)
+        nisa.dma_copy(dst=bias_sb[:bias.shape[0], :, :], src=bias)
+        result = gate_up(hidden_qtz_sb=view.TensorView(hidden_sb),
+                         hidden_scale_sb=view.TensorView(scale_sb),
+                         weight_qtz=view.TensorView(weight_qtz.view(nl.float4_e2m1fn_x4)),
+                         weight_scale=view.TensorView(weight_scale),
+                         bias_sb=view.TensorView(bias_sb),
+                         cfg=consts.ProjConfig(H, I, BxS, n_prgs, prg))
+        out = nl.ndarray(result.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        if prg == 0:
+            nisa.dma_copy(dst=out, src=result)
+            if I % 512:
+                pad = (512 - I % 512) // 4
+                zeros = nl.ndarray((pad, 1, BxS, 4), dtype=nl.bfloat16, buffer=nl.sbuf)
+                nisa.memset(dst=zeros, value=0.0)
+                nisa.dma_copy(dst=out[128 - pad:, n_i512 - 1:n_i512, :, :], src=zeros)
+        return out
+    return gate_up_hbm
+
+
+def _unpack_fp4_x4(packed):
+    """fp4_e2m1fn x4 codes (uint16 [P, F]) -> float32 torch [P, 4 F], lowest nibble first. The
+    reference's own unpacker indexes with int32 tensors, which torch 1.13 (Debian's) refuses; it
+    takes this one through its weight_unpack_fn argument."""
+    t = _torch()
+    codes = packed.astype(np.int64)[..., None] >> np.array([0, 4, 8, 12]) & 0xF
+    magnitude = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], np.float32)[codes & 7]
+    values = np.where(codes & 8, -magnitude, magnitude)
+    return t.from_numpy(values.reshape(packed.shape[:-1] + (packed.shape[-1] * 4,)))
+
+
+def _mx_gate_up(bxs, h, i):
+    """MxFP4 gate/up projection (trn3, LNC 2): hidden fp8_e5m2 x4 [128, H/512, BxS] and weights
+    fp4_e2m1fn x4 [128, H/512, I] made as raw bits (finite values: fp8 exponents 12..17, every
+    fp4 code), block scales uint8 in 125..129 ([16, H/512, .]), bias [I/4 or 128, I/512, 4]."""
+    def make(t, g):
+        def bits(lo, hi, *shape):
+            return t.randint(lo, hi, shape, generator=g).numpy().astype(np.uint32)
+        n_h = h // 512
+
+        def fp8(*shape):   # sign, exponent 12..17, mantissa: one byte each, 4 to a uint32
+            b = (bits(0, 2, *shape, 4) << 7) | (bits(12, 18, *shape, 4) << 2) | bits(0, 4, *shape, 4)
+            return (b << np.array([0, 8, 16, 24], np.uint32)).sum(-1).astype(np.uint32)
+
+        def fp4(*shape):   # any 4-bit code, 4 to a uint16
+            b = bits(0, 16, *shape, 4)
+            return (b << np.array([0, 4, 8, 12], np.uint32)).sum(-1).astype(np.uint16)
+        hidden, weight = fp8(128, n_h, bxs), fp4(128, n_h, i)
+        h_scale = t.randint(125, 130, (16, n_h, bxs), generator=g, dtype=t.uint8)
+        w_scale = t.randint(125, 130, (16, n_h, i), generator=g, dtype=t.uint8)
+        bias = t.rand(128 if i >= 512 else i // 4, -(-i // 512), 4, generator=g).to(t.bfloat16)
+        common = {"H": h, "I": i, "BxS": bxs}
+        args = dict(common, hidden_qtz=hidden, hidden_scale=h_scale.numpy(), weight_qtz=weight,
+                    weight_scale=w_scale.numpy(), bias=bias)
+        ref = dict(common, hidden_qtz=hidden, hidden_scale=h_scale, weight_qtz=weight,
+                   weight_scale=w_scale, bias=bias.float(), weight_unpack_fn=_unpack_fp4_x4)
+        return args, ref
+    return make
+
+
 CASES = [
     ("cumsum.cumsum:cumsum", "cumsum.cumsum_torch:cumsum_torch_ref", [
         ("x[1,256] fp32", _cumsum((1, 256), "float32"), 1e-3, 1e-3),
@@ -346,6 +507,24 @@ CASES = [
         ("T 4, H 1024, I 256, E 4, k 2 bf16 selected experts", _moe_tkg(4, 1024, 256, 4, 2),
          1e-5, 2e-2),
     ]),
+    ("moe_block.moe_block_tkg:moe_block_tkg", "moe_block.moe_block_tkg_torch:moe_block_tkg_torch_ref", [
+        # the library's moe_block_tkg tolerances for 16-bit weights: rtol 1e-2, atol 1e-5
+        ("B 1, S 4, H 1024, I 192, E 8, k 4 bf16 bias clamp, LNC 2",
+         _moe_block_tkg(1, 4, 1024, 192, 8, 4, True, True), 1e-5, 1e-2, 2),
+    ]),
+    ("moe.moe_cte.moe_cte:moe_cte", "moe.moe_cte.moe_cte_torch:moe_cte_torch_ref", [
+        # the library's moe_cte tolerances (test_moe_cte.py): rtol 2e-2, atol 1e-5
+        ("shard on I, T 256, H 512, I 256, E 4, block 256, k 2 bf16 bias, LNC 2",
+         _moe_cte("SHARD_ON_INTERMEDIATE", 256, 512, 256, 4, 256, 2, True), 1e-5, 2e-2, 2),
+    ]),
+    ("mlp.mlp_tkg.gate_up_projection_mx_shard_H:gate_up_projection_mx_tp_shard_H",
+     "mlp.mlp_tkg.mlp_proj_mxfp4_torch:gate_up_proj_mxfp4_torch_ref", [
+        # the library's MxFP4 projection tests: trn3 only, LNC 2, rtol 2e-2, atol 1e-5
+        ("BxS 4, H 3072, I 192 fp8 x fp4, trn3, LNC 2", _mx_gate_up(4, 3072, 192), 1e-5, 2e-2,
+         2, "trn3"),
+        ("BxS 4, H 1024, I 768 fp8 x fp4, trn3, LNC 2", _mx_gate_up(4, 1024, 768), 1e-5, 2e-2,
+         2, "trn3"),
+    ], _mx_gate_up_wrapper),
     ("attention.attention_cte:attention_cte", "attention.attention_cte_torch:attention_cte_torch_ref", [
         # the library's attention_cte tolerances (test_attention_cte.py): rtol 2e-2, atol 1e-5
         ("q[1,256,64] kv 256 fp32 causal", _attention_cte(1, 256, 256, 64, "float32", True),
@@ -415,7 +594,19 @@ def _np(x):
     return np.asarray(x)
 
 
-def run_case(kernel, ref, make, atol, rtol, lnc=1):
+def run_case(kernel, ref, make, atol, rtol, lnc=1, platform=None):
+    """platform: run on that target's profile (trn3), as the library harness's
+    NEURON_PLATFORM_TARGET_OVERRIDE selects it; default the trn2 profile."""
+    if platform is not None:
+        old = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+        os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = platform
+        try:
+            return run_case(kernel, ref, make, atol, rtol, lnc)
+        finally:
+            if old is None:
+                del os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"]
+            else:
+                os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = old
     import nki
     t = _torch()
     g = t.Generator().manual_seed(0)
@@ -472,8 +663,11 @@ def main():
     print("|---|---|---|")
     covered, passed = set(), set()
     counts = {"PASS": 0, "WRONG": 0, "ERROR": 0, "NOT RUN": 0}
+    only = os.environ.get("CHECK_NKI_LIBRARY_ONLY")  # a substring of the kernels to run
     for kspec, rspec, cases, *wrap in CASES:
         covered.add(rspec.split(":")[0])
+        if only and only not in kspec:
+            continue
         try:
             kernel, ref = _load(kspec), _load(rspec)
             for w in wrap:  # this script's HBM wrapper of a kernel that takes SBUF state
@@ -495,14 +689,12 @@ def main():
                 passed.add(rspec.split(":")[0])
             print(f"| {kspec} | {name} | {result} |", flush=True)
     for mod in reference_modules(root):
-        if mod in covered:
+        if mod in covered or only:
             continue
         kernel_mod = mod[:-len("_torch")] if mod.endswith("_torch") else mod
         kernel_mod = {"subkernels.rmsnorm": "subkernels.rmsnorm_tkg",
                       "subkernels.layernorm": "subkernels.layernorm_tkg",
                       "topk.torch_ref": "topk.rotational_topk",
-                      # the MxFP4 projections' reference: its kernels are the _mx_shard_H files
-                      "mlp.mlp_tkg.mlp_proj_mxfp4": "mlp.mlp_tkg.gate_up_projection_mx_shard_H",
                       "transformer.transformer_tkg": None}.get(kernel_mod, kernel_mod)
         if kernel_mod is None:
             counts["NOT RUN"] += 1

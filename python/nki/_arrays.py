@@ -1,7 +1,7 @@
 """How host arrays cross into a kernel and back.
 
 The rule (docs/python.md, "Dtypes at the boundary"):
-* A numpy array enters HBM in its own dtype: float32, float16, int8, uint8, int32, uint16 and
+* A numpy array enters HBM in its own dtype: float32, float16, int8, uint8, int16, int32, uint16 and
   uint32 as they are; bool as uint8; float64 / int64 are narrowed to float32 / int32.
 * numpy has no bfloat16 or fp8 (and Debian packages no ml_dtypes), so such an input is stated
   explicitly: ``nkisim.typed(array, nl.bfloat16)`` enters HBM as bf16, its values rounded to
@@ -92,7 +92,7 @@ class Argument:
 
 
 _NATIVE = {d.c for d in (_dtypes.float32, _dtypes.float16, _dtypes.int8, _dtypes.uint8,
-                         _dtypes.int32, _dtypes.uint16, _dtypes.uint32)}
+                         _dtypes.int32, _dtypes.int16, _dtypes.uint16, _dtypes.uint32)}
 
 
 def self_name(arg):

@@ -48,7 +48,7 @@ class DType:
 
 _C = _nkisim.DType
 _NUMPY_NAMES = {"float32": "float32", "float16": "float16", "int8": "int8", "uint8": "uint8",
-                "int32": "int32", "uint16": "uint16", "uint32": "uint32", "bool_": "bool"}
+                "int32": "int32", "int16": "int16", "uint16": "uint16", "uint32": "uint32", "bool_": "bool"}
 float32 = DType("float32", _C.fp32)
 bfloat16 = DType("bfloat16", _C.bf16)
 float16 = DType("float16", _C.fp16)
@@ -58,6 +58,7 @@ float8_e5m2 = DType("float8_e5m2", _C.fp8_e5m2)
 int8 = DType("int8", _C.int8)
 uint8 = DType("uint8", _C.uint8)
 int32 = DType("int32", _C.int32)
+int16 = DType("int16", _C.int16)
 uint16 = DType("uint16", _C.uint16)
 uint32 = DType("uint32", _C.uint32)
 float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", _C.fp8_e4m3fn_x4)
@@ -68,20 +69,19 @@ bool_ = DType("bool_", _C.uint8)
 
 # Dtypes of the 0.6 reference the runtime has no storage for: resolve() refuses them by name.
 _UNSUPPORTED_DTYPES = {
-    "int16": "the runtime has no 16-bit signed integer dtype",
     "tfloat32": "the runtime has no tf32 dtype (use float32)",
     "float8_e8m0fnu": "E8M0 scales are held as uint8 (nisa.quantize_mx writes them so)",
 }
 
 _ALL = [float32, bfloat16, float16, float8_e4m3, float8_e4m3fn, float8_e5m2, int8, uint8, int32,
-        uint16, uint32, float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4]
+        int16, uint16, uint32, float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"bool": bool_, "bool_": bool_, "fp32": float32, "bf16": bfloat16,
                  "fp16": float16, "float": float32, "half": float16})
 _BY_C = {d.c: d for d in _ALL}
 _BY_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float16): float16,
              np.dtype(np.int8): int8, np.dtype(np.uint8): uint8, np.dtype(np.int32): int32,
-             np.dtype(np.uint16): uint16, np.dtype(np.uint32): uint32,
+             np.dtype(np.int16): int16, np.dtype(np.uint16): uint16, np.dtype(np.uint32): uint32,
              np.dtype(np.bool_): bool_, np.dtype(np.float64): float32,
              np.dtype(np.int64): int32}
 
@@ -127,7 +127,6 @@ class _UnsupportedDType:
         return f"nl.{self.name} (not implemented by nkisim)"
 
 
-int16 = _UnsupportedDType("int16")
 tfloat32 = _UnsupportedDType("tfloat32")
 float8_e8m0fnu = _UnsupportedDType("float8_e8m0fnu")
 

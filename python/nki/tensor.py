@@ -7,6 +7,7 @@ on it keeps a size-1 slice (a result is always at least 2-D); in HBM an integer 
 (a result is at least 1-D).
 """
 import numbers
+import typing
 
 from nki._runtime import _nkisim
 from nki._api import unsupported_error
@@ -33,19 +34,36 @@ def ds(start, size):
 
 
 class NKIObject:
-    """Base class of NKI's configuration objects: keyword arguments become attributes.
+    """Base class of NKI's user classes: NKI compiles every subclass as a data class whose
+    fields all default to ``None`` unless they give a default (the NKI language guide's "Class
+    Support": ``def __init__(self, x = None, y = False)``).
 
-    A subclass's public class attributes without an annotation (``section_idx = None``) are
-    fields too: they get an annotation here, so ``@dataclass`` on the subclass makes them
-    keyword arguments of its ``__init__``, as NKI's kernels construct them."""
+    So here: a subclass's annotated fields without a default get ``None`` as their default, and
+    its public class attributes without an annotation (``section_idx = None``) get an
+    annotation, so ``@dataclass`` on the subclass takes both as arguments of its ``__init__``,
+    as NKI's kernels construct them (the NKI library leaves fields out of such calls). Without
+    ``@dataclass`` the default ``__init__`` takes the annotated fields, positionally in order or
+    by keyword."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *args, **kwargs):
+        if args:
+            names = _field_names(type(self))
+            if len(args) > len(names):
+                raise TypeError(f"{type(self).__name__}() takes {len(names)} positional "
+                                f"field(s) ({', '.join(names) or 'none'}), got {len(args)}")
+            for name, value in zip(names, args):
+                if name in kwargs:
+                    raise TypeError(f"{type(self).__name__}() got field {name!r} twice")
+                kwargs[name] = value
         for key, value in kwargs.items():
             setattr(self, key, value)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("__annotations__")
+        for name, annotation in (own or {}).items():
+            if name not in cls.__dict__ and not _is_classvar(annotation):
+                setattr(cls, name, None)  # NKI's default for a field given no default
         added = {}
         for name, value in list(cls.__dict__.items()):
             if name.startswith("_") or (own and name in own):
@@ -58,6 +76,20 @@ class NKIObject:
             annotations = dict(own or {})
             annotations.update(added)  # after the annotated ones: each has a default
             cls.__annotations__ = annotations
+
+
+def _is_classvar(annotation):
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return annotation is typing.ClassVar or text.startswith(("ClassVar", "typing.ClassVar"))
+
+
+def _field_names(cls):
+    names = []
+    for klass in reversed(cls.__mro__):
+        for name, annotation in klass.__dict__.get("__annotations__", {}).items():
+            if name not in names and not _is_classvar(annotation):
+                names.append(name)
+    return names
 
 
 def _not_here(what):
@@ -250,14 +282,15 @@ class NkiTensor(NKIObject):
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
            dtype=None):
-        if vector_offset is not None:
-            raise _not_here("vector_select")
         if self.on_chip:
+            if vector_offset is not None:
+                raise _not_here("vector_select")
             return self._tile_ap(pattern, offset, scalar_offset, indirect_dim, dtype)
-        if vector_offset is not None:
-            raise _not_here("vector_select")
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
         base = h.offset + (0 if offset is None else int(offset))
+        if vector_offset is not None:
+            return _IndirectView.make(self, h, base, pattern, scalar_offset, vector_offset,
+                                      indirect_dim)
         if scalar_offset is not None:
             # The offset's value is known now (an int, a register, or a one-element tensor read
             # by the host): the access lands where the hardware's indirect DMA would put it.
@@ -309,9 +342,10 @@ class NkiTensor(NKIObject):
         return self._h.read()
 
     def __bool__(self):
-        """True when every element is nonzero (``assert nl.equal(a, b)``), read now."""
-        import numpy as np
-        return bool(np.all(self.numpy() != 0))
+        """Always true, without a read: NKI compiles a kernel by tracing it, where a tensor is
+        an object that is there (kernels test optional tensors with ``if params.expert_index:``,
+        on chip and in HBM alike). Compare values with ``.numpy()``, not with ``if``/``assert``."""
+        return True
 
 
 class _OutOfRangeView(NkiTensor):
@@ -333,6 +367,61 @@ class _OutOfRangeView(NkiTensor):
 
     def __repr__(self):
         return f"NkiTensor(out-of-range access pattern: {self._error})"
+
+
+class _IndirectView(NkiTensor):
+    """An HBM access pattern whose first dim is addressed per partition by a run-time index
+    tile (``ap(..., vector_offset=idx, indirect_dim=d)``): row p is at the pattern's offset +
+    idx[p] x the stride of dim d. Only dma_copy moves data through it
+    (runtime/nisa/dma_indirect.h); anything else refuses it."""
+
+    __slots__ = ("_rows", "_index", "_index_stride")
+
+    @classmethod
+    def make(cls, tensor, h, base, pattern, scalar_offset, vector_offset, indirect_dim):
+        pattern = [(int(st), int(c)) for st, c in pattern]
+        if not isinstance(vector_offset, NkiTensor) or not vector_offset.on_chip:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {tensor!r}: vector_offset must be an SBUF "
+                f"tile of one index per partition, got {vector_offset!r}")
+        if not pattern or not 0 <= int(indirect_dim) < len(h.shape):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: NkiTensor.ap of {tensor!r}: with vector_offset the pattern "
+                f"needs [stride, rows] first and indirect_dim {indirect_dim} must be a dim of "
+                f"{tuple(h.shape)}")
+        stride = h.strides[int(indirect_dim)]
+        if scalar_offset is not None:
+            base += host_int(scalar_offset) * stride
+        view = cls(None, tensor.buffer, tensor.name)
+        # dim 0's stride is 0: each row's start comes from the index at run time
+        view._rows = h.ap(base, [(0, pattern[0][1])] + pattern[1:])
+        view._index = vector_offset._h
+        view._index_stride = int(stride)
+        return view
+
+    @property
+    def _h(self):
+        raise _nkisim.NkiValidationError(
+            "invalid argument: an indirect HBM view (NkiTensor.ap with vector_offset) is an "
+            "operand of nisa.dma_copy only")
+
+    @_h.setter
+    def _h(self, value):
+        pass
+
+    @property
+    def shape(self):
+        return self._rows.shape
+
+    @property
+    def dtype(self):
+        return _dtypes.from_c(self._rows.dtype)
+
+    def is_indirect(self):
+        return True
+
+    def __repr__(self):
+        return f"NkiTensor(indirect HBM rows {tuple(self._rows.shape)} of '{self.name}')"
 
 
 def host_int(x):

@@ -44,6 +44,8 @@ std::optional<py::dtype> NativeNumpyDType(DType dtype) {
       return py::dtype::of<int32_t>();
     case DType::kUInt16:
       return py::dtype::of<uint16_t>();
+    case DType::kInt16:
+      return py::dtype::of<int16_t>();
     case DType::kUInt32:
       return py::dtype::of<uint32_t>();
     default:

@@ -14,11 +14,13 @@
 #include "runtime/nisa/shuffle.h"
 #include "runtime/nisa/affine_select.h"
 #include "runtime/nisa/nonzero.h"
+#include "runtime/nisa/local_gather.h"
 #include "runtime/nisa/scalar_reduce.h"
 #include "runtime/nisa/partition_reduce.h"
 #include "runtime/nisa/range_select.h"
 #include "runtime/nisa/dma_transpose_sbuf.h"
 #include "runtime/nisa/dma_compute.h"
+#include "runtime/nisa/dma_indirect.h"
 
 namespace nkisim::python {
 namespace {
@@ -76,6 +78,25 @@ void BindDma(py::module_& m) {
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
   DefNoGil(m, "dma_compute", &nisa::dma_compute, py::arg("dst"), py::arg("srcs"),
            py::arg("scales"));
+  // dma_copy with an indirect HBM side (runtime/nisa/dma_indirect.h): in = HBM rows -> tile.
+  DefNoGil(
+      m, "dma_copy_indirect_in",
+      [](const Tile& dst, const TensorView& rows, const Tile& index, int64_t index_stride,
+         bool skip_out_of_bounds) {
+        nisa::dma_copy_indirect(dst, nisa::IndirectRows{rows, index, index_stride,
+                                                        skip_out_of_bounds});
+      },
+      py::arg("dst"), py::arg("rows"), py::arg("index"), py::arg("index_stride"),
+      py::arg("skip_out_of_bounds"));
+  DefNoGil(
+      m, "dma_copy_indirect_out",
+      [](const TensorView& rows, const Tile& index, int64_t index_stride, bool skip_out_of_bounds,
+         const Tile& src) {
+        nisa::dma_copy_indirect(nisa::IndirectRows{rows, index, index_stride, skip_out_of_bounds},
+                                src);
+      },
+      py::arg("rows"), py::arg("index"), py::arg("index_stride"),
+      py::arg("skip_out_of_bounds"), py::arg("src"));
 }
 
 void BindPe(py::module_& m) {
@@ -163,6 +184,7 @@ void BindScanTop8(py::module_& m) {
   DefNoGil(m, "nc_stream_shuffle", &nisa::nc_stream_shuffle);
   DefNoGil(m, "affine_select", &nisa::affine_select);
   DefNoGil(m, "nonzero_with_count", &nisa::nonzero_with_count);
+  DefNoGil(m, "local_gather", &nisa::local_gather);
   DefNoGil(m, "tensor_partition_reduce", &nisa::tensor_partition_reduce);
   DefNoGil(m, "range_select",
            [](const Tile& dst, const Tile& on_true, nisa::AluOp cmp0, nisa::AluOp cmp1,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "runtime/cost_model.h"
 #include "runtime/error.h"
@@ -128,6 +129,29 @@ void quantize_mx(const Tile& dst, const Tile& src, const Tile& dst_scale) {
   issue.CommitRow(cost_rows::kCopy, f, /*narrow=*/true, bytes, 0);
 }
 
+namespace {
+
+// CheckMatmulOutput's rules for a bf16 dst (it allows fp32 only): PSUM, a contiguous [M, N]
+// view inside one bank, M and N within the PE's limits.
+void CheckBf16Output(const char* inst, const Tile& stationary, const Tile& moving, const Tile& dst,
+                     int64_t m, int64_t n) {
+  const HardwareProfile& prof = dst.core()->profile();
+  if (m > prof.pe_cols()) {
+    Illegal(inst, "stationary", stationary, StrCat("free size M = ", m, " exceeds ", prof.pe_cols()));
+  }
+  if (n > prof.pe_max_moving_free()) {
+    Illegal(inst, "moving", moving,
+            StrCat("free size N = ", n, " exceeds ", prof.pe_max_moving_free()));
+  }
+  if (dst.memory() != MemorySpace::kPsum) Illegal(inst, "dst", dst, "must be a PSUM tile");
+  if (dst.partitions() != m || dst.free_size() != n || !dst.free_contiguous()) {
+    Illegal(inst, "dst", dst, StrCat("must be a contiguous [M, N] = [", m, ", ", n, "] view"));
+  }
+  CheckPsumOneBank(inst, "dst", dst);
+}
+
+}  // namespace
+
 void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
                   const Tile& stationary_scale, const Tile& moving_scale,
                   const MatmulMxOptions& options) {
@@ -163,7 +187,16 @@ void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
     if (t.dtype() != DType::kUInt8) Illegal(kInst, name, t, "dtype must be uint8 (E8M0)");
     RequireOneContiguousFreeDim(kInst, name, t, size);
   }
-  CheckMatmulOutput(kInst, stationary, moving, dst, m, n);
+  // NeuronCore-v4 (the only MX path) writes dst in fp32 or bf16 (NKI 0.6 reference).
+  const bool bf16_dst = dst.dtype() == DType::kBFloat16;
+  if (dst.dtype() != DType::kFloat32 && !bf16_dst) {
+    Illegal(kInst, "dst", dst, "must be an fp32 or bf16 PSUM tile");
+  }
+  if (bf16_dst) {
+    CheckBf16Output(kInst, stationary, moving, dst, m, n);
+  } else {
+    CheckMatmulOutput(kInst, stationary, moving, dst, m, n);
+  }
 
   static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
   (void)single_threaded_blas;
@@ -171,14 +204,21 @@ void nc_matmul_mx(const Tile& dst, const Tile& stationary, const Tile& moving,
   if (Functional()) {
     const float* a = Dequantize(stationary, stationary_scale, 0);
     const float* b = Dequantize(moving, moving_scale, 1);
-    auto* c = reinterpret_cast<float*>(dst.element_ptr(0, dst.free_offset()));
-    const int ldc = static_cast<int>(dst.partition_stride());
+    // bf16: the product in fp32 (the PE accumulates in fp32), rounded once as it lands in PSUM
+    std::vector<float> staged(bf16_dst ? m * n : 0);
+    if (bf16_dst && options.accumulate) {
+      for (int64_t p = 0; p < m; ++p) dst.ReadRow(p, staged.data() + p * n);
+    }
+    auto* c = bf16_dst ? staged.data()
+                       : reinterpret_cast<float*>(dst.element_ptr(0, dst.free_offset()));
+    const int ldc = static_cast<int>(bf16_dst ? n : dst.partition_stride());
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), 1.0f, a, static_cast<int>(m), b, static_cast<int>(n),
                 options.accumulate ? 1.0f : 0.0f, c, ldc);
+    for (int64_t p = 0; bf16_dst && p < m; ++p) dst.WriteRow(p, staged.data() + p * n);
   }
   const int64_t bytes = (stationary.numel() + moving.numel()) * 4 + stationary_scale.numel() +
-                        moving_scale.numel() + dst.numel() * 4;
+                        moving_scale.numel() + dst.numel() * static_cast<int64_t>(SizeOf(dst.dtype()));
   issue.CommitOnPe(MxMatmulNs(prof, n), bytes, 2 * k * m * n);
 }
 

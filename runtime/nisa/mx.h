@@ -25,7 +25,7 @@ struct MatmulMxOptions {
   bool accumulate = false;  // false: dst = product; true: dst += product
 };
 
-// dst[M, N] (PSUM, fp32) = or += sum over k < 4 P of
+// dst[M, N] (PSUM, fp32 or bf16: the fp32 product rounded once) = or += sum over k < 4 P of
 //   S[k, m] * 2^(ss[k, m] - 127) * V[k, n] * 2^(ms[k, n] - 127),
 // where contraction index k = 4 p + j is value j of element p of a column of stationary [P, M] or
 // moving [P, N] (x4 tiles), and ss / ms are the stationary_scale / moving_scale of the block that
@@ -34,7 +34,7 @@ struct MatmulMxOptions {
 // an operand without block scales (per-tensor fp8, dequantized after the matmul).
 // Rules: stationary and moving in SBUF, each an x4 dtype with one free dim, on the same P
 // partitions (a multiple of 32, starting on a quadrant); M <= pe_cols, N <= pe_max_moving_free;
-// the scale tiles uint8 in SBUF with the data's partitions and free size; dst an fp32 PSUM
+// the scale tiles uint8 in SBUF with the data's partitions and free size; dst an fp32 or bf16 PSUM
 // [M, N] contiguous view inside one bank.
 // Cost: MxMatmulNs(N): the bf16 matmul time x 4 / pe_mx_speedup, for a contraction of 4 P,
 // then the PE throttle.

@@ -184,6 +184,48 @@ def test_nkiobject_dataclass_takes_unannotated_attributes_as_fields():
     assert [f.name for f in dataclasses.fields(Params)] == ["size", "index", "offset"]
 
 
+def test_nkiobject_fields_default_to_none_as_nki_compiles_them():
+    # NKI's language guide: every class field without a default defaults to None; the NKI
+    # library's moe_tkg builds a dataclass leaving one such field out
+    import dataclasses
+    import typing
+
+    @dataclasses.dataclass
+    class Dims(nl.NKIObject):
+        T: int
+        unused: int
+        K: typing.Optional[int] = 2
+        LIMIT: typing.ClassVar[int] = 7
+
+    d = Dims(T=4)
+    assert (d.T, d.unused, d.K) == (4, None, 2)
+    assert [f.name for f in dataclasses.fields(Dims)] == ["T", "unused", "K"]
+
+    class Plain(nl.NKIObject):   # no @dataclass: the default __init__ takes the fields in order
+        x: int
+        y: bool = False
+
+    p = Plain(1)
+    assert (p.x, p.y) == (1, False)
+    with pytest.raises(TypeError, match=r"takes 2 positional field\(s\) \(x, y\), got 3"):
+        Plain(1, True, 3)
+
+
+def test_a_tensor_is_true_without_a_read(monkeypatch):
+    # `if params.expert_index:` tests an optional tensor for presence, as NKI's tracer does: an
+    # index tile holding zeros is there all the same
+    def boom(self, *args, **kwargs):
+        raise AssertionError("truth read the tile's values on the host")
+    monkeypatch.setattr(NkiTensor, "numpy", boom)
+
+    @nki.jit
+    def k(x):
+        zeros = nl.zeros((4, 4), dtype=nl.float32)
+        return bool(x), bool(zeros), bool(nl.equal(zeros, 1.0)), bool(zeros[0:2, 0:1])
+
+    assert k(np.zeros((4, 4), np.float32)) == (True, True, True, True)
+
+
 def test_nc_version_is_ordered():
     # kernels branch on `nisa.get_nc_version() <= nisa.nc_version.gen2` (the NKI library's sort)
     import nki.isa as nisa

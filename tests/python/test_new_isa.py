@@ -713,3 +713,310 @@ def test_nc_n_gather_rules(rng):
         _n_gather(data, np.zeros((16, 8), np.int32))
     with pytest.raises(nisa.NkiValidationError, match=r"\[0, 32\)|index|range"):
         _n_gather(data, np.full((16, 8), 40, np.uint32))
+
+
+# --- local_gather -----------------------------------------------------------------------------
+def local_gather_golden(src, index, num_elem_per_idx, num_valid):
+    """The NKI 0.6 reference's numpy semantics: per 16-partition group, the indices flattened
+    partition dim first; each partition reads num_elem_per_idx elements at each index of its
+    own flattened row."""
+    parts = src.shape[0]
+    flat = src.reshape(parts, -1)
+    out = np.zeros((parts, num_valid * num_elem_per_idx), src.dtype)
+    for g in range(0, parts, 16):
+        idx = index[g:g + 16].flatten(order="F")[:num_valid]
+        for p in range(g, g + 16):
+            out[p] = np.concatenate([flat[p, i:i + num_elem_per_idx] for i in idx])
+    return out
+
+
+@nki.jit
+def _local_gather(src, index, num_elem_per_idx, num_valid, out_dtype=None):
+    s = nl.load(src)
+    i = nl.ndarray(index.shape, dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=i, src=nl.load(index))
+    n = num_valid if num_valid is not None else 16 * index.shape[1]
+    d = nl.ndarray((src.shape[0], n * num_elem_per_idx), dtype=out_dtype or s.dtype,
+                   buffer=nl.sbuf)
+    nisa.local_gather(dst=d, src_buffer=s, index=i, num_elem_per_idx=num_elem_per_idx,
+                      num_valid_indices=num_valid)
+    out = nl.ndarray(d.shape, dtype=d.dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_local_gather_reference_example(rng):
+    # the reference's example: src [128, 512, 4], one group's [16, 4] indices replicated to the
+    # eight groups, 4 elements per index (indices in elements: index * 4), 64 valid indices
+    src = (rng.random((128, 512, 4)) * 100).astype(np.float32)
+    per_core = rng.integers(0, 512, (16, 4))
+    index = (np.tile(per_core, (8, 1)) * 4).astype(np.int32)
+    out = _local_gather(src, index, 4, 64)
+    np.testing.assert_array_equal(out, local_gather_golden(src, index, 4, 64))
+    # the reference's own form of the result: np.take along the 512 axis, index order 'F'
+    want = np.stack([np.take(src[p], per_core.flatten(order="F")[:64], axis=0)
+                     for p in range(128)])
+    np.testing.assert_array_equal(out.reshape(128, 64, 4), want)
+
+
+def test_local_gather_groups_differ_and_default_count(rng):
+    src = rng.standard_normal((32, 40)).astype(np.float32)
+    index = rng.integers(0, 40, (32, 3)).astype(np.int32)   # each group its own indices
+    out = _local_gather(src, index, 1, None)                  # 16 x 3 = 48 valid by default
+    np.testing.assert_array_equal(out, local_gather_golden(src, index, 1, 48))
+
+
+def test_local_gather_bf16_keeps_its_dtype(rng):
+    from conftest import bf16_exact
+
+    @nki.jit
+    def k(src, index):
+        s = nl.ndarray(src.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=nl.load(src))
+        i = nl.ndarray(index.shape, dtype=nl.uint16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=i, src=nl.load(index))
+        d = nl.ndarray((16, 20 * 8), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.local_gather(dst=d, src_buffer=s, index=i, num_elem_per_idx=8,
+                          num_valid_indices=20)
+        f = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=f, src=d)
+        out = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, f)
+        return out
+
+    src = bf16_exact(rng, (16, 64))
+    index = (rng.integers(0, 8, (16, 2)) * 8).astype(np.int32)
+    np.testing.assert_array_equal(k(src, index), local_gather_golden(src, index, 8, 20))
+
+
+@pytest.mark.parametrize("kwargs, rule", [
+    (dict(num_elem_per_idx=3), r"num_elem_per_idx 3 must be one of 1, 2, 4, 8, 16, 32"),
+    (dict(num_valid=49), r"num_valid_indices 49 must be in \[1, min\(48"),
+    (dict(index_hi=40), r"operand 'index'.*reads outside src_buffer's 40 elements"),
+    (dict(out_dtype=nl.bfloat16), r"operand 'dst'.*dtype must be src_buffer's fp32"),
+])
+def test_local_gather_rules(rng, kwargs, rule):
+    src = rng.standard_normal((16, 40)).astype(np.float32)
+    index = np.full((16, 3), kwargs.pop("index_hi", 0), np.int32)
+    args = dict(num_elem_per_idx=1, num_valid=None) | kwargs
+    with pytest.raises(nisa.NkiValidationError, match=rule):
+        _local_gather(src, index, args["num_elem_per_idx"], args["num_valid"],
+                      args.get("out_dtype"))
+
+
+def test_local_gather_operand_rules():
+    @nki.jit
+    def k(parts, index_dtype):
+        s = nl.zeros((parts, 8), dtype=nl.float32)
+        i = nl.zeros((parts, 1), dtype=index_dtype)
+        d = nl.ndarray((parts, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.local_gather(dst=d, src_buffer=s, index=i)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'index'.*dtype must be uint16"):
+        k(16, nl.int32)
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'src_buffer'.*16-partition"):
+        k(24, nl.uint16)
+
+
+# --- dma_copy through an indirect HBM side (ap vector_offset) ----------------------------------
+@nki.jit
+def _gather_rows(table, idx, oob_skip=False, row_offset=0):
+    i = nl.load(idx)                                   # [P, 1] int32, one row index a partition
+    p, h = idx.shape[0], table.shape[1]
+    d = nl.full((p, h), -7.0, dtype=table.dtype)       # rows skipped keep this
+    nisa.dma_copy(dst=d, src=table.ap([[h, p], [1, h]], offset=row_offset * h, vector_offset=i,
+                                      indirect_dim=0),
+                  oob_mode=nisa.oob_mode.skip if oob_skip else nisa.oob_mode.error)
+    out = nl.ndarray((p, h), dtype=table.dtype, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def test_indirect_gather_rows(rng):
+    table = rng.standard_normal((40, 24)).astype(np.float32)
+    idx = rng.integers(0, 40, (128, 1)).astype(np.int32)
+    np.testing.assert_array_equal(_gather_rows(table, idx), table[idx[:, 0]])
+    # the pattern's offset shifts every row: row p at (offset + idx[p]) rows
+    idx = rng.integers(0, 30, (16, 1)).astype(np.int32)
+    np.testing.assert_array_equal(_gather_rows(table, idx, row_offset=10), table[idx[:, 0] + 10])
+
+
+def test_indirect_scatter_into_a_flat_tensor(rng):
+    # the NKI library's router_topk form: a [P, 1] column scattered to flat positions of [T * E]
+    @nki.jit
+    def k(values, positions, n):
+        v = nl.load(values)
+        i = nl.load(positions)
+        out = nl.ndarray((n,), dtype=nl.float32, buffer=nl.shared_hbm)   # zeros
+        nisa.dma_copy(dst=out.ap([[1, values.shape[0]], [1, 1]], offset=0, vector_offset=i,
+                                 indirect_dim=0), src=v)
+        return out
+
+    values = rng.standard_normal((32, 1)).astype(np.float32)
+    positions = rng.permutation(200)[:32].reshape(32, 1).astype(np.int32)
+    golden = np.zeros(200, np.float32)
+    golden[positions[:, 0]] = values[:, 0]
+    np.testing.assert_array_equal(k(values, positions, 200), golden)
+
+
+def test_indirect_out_of_bounds_raises_or_skips(rng):
+    table = rng.standard_normal((8, 4)).astype(np.float32)
+    idx = np.array([[1], [8], [-1], [3]], np.int32)
+    with pytest.raises(nisa.NkiValidationError,
+                       match=r"vector_offset .* partition 1 holds 8: its row .* outside the "
+                             r"tensor's \[0, 32\)"):
+        _gather_rows(table, idx)
+    out = _gather_rows(table, idx, oob_skip=True)
+    golden = np.full((4, 4), -7.0, np.float32)
+    golden[[0, 3]] = table[[1, 3]]
+    np.testing.assert_array_equal(out, golden)
+
+
+def test_indirect_view_rules():
+    table = np.zeros((8, 4), np.float32)
+
+    @nki.jit
+    def float_index(t):
+        i = nl.full((4, 1), 1.0, dtype=nl.float32)
+        d = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"'vector_offset'.*integer dtype"):
+        float_index(table)
+
+    @nki.jit
+    def wrong_rows(t):
+        i = nl.full((4, 1), 1, dtype=nl.int32)
+        d = nl.ndarray((8, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"'dst'.*one partition per indexed row"):
+        wrong_rows(table)
+
+    @nki.jit
+    def not_a_dma(t):
+        i = nl.full((4, 1), 1, dtype=nl.int32)
+        d = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=t.ap([[4, 4], [1, 4]], vector_offset=i, indirect_dim=0))
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand of nisa.dma_copy only"):
+        not_a_dma(table)
+
+
+# --- nc_matmul transpose mode into PSUM of the input dtype ---------------------------------------
+@nki.jit
+def _transpose_mode(x, moving_scale=1.0):
+    s = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=s, src=nl.load(x))
+    k = x.shape[0]
+    eye = nl.shared_identity_matrix(k, dtype=nl.bfloat16)
+    if moving_scale != 1.0:
+        scaled = nl.ndarray((k, k), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=scaled, data=eye, op0=nl.multiply, operand0=moving_scale)
+        eye = scaled
+    p = nl.ndarray((x.shape[1], k), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=s, moving=eye, is_transpose=True)
+    f = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=f, src=p)
+    out = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, f)
+    return out
+
+
+def test_transpose_mode_into_bf16_psum(rng):
+    from conftest import bf16_exact
+    x = bf16_exact(rng, (64, 96))
+    np.testing.assert_array_equal(_transpose_mode(x), x.T)
+    with pytest.raises(nisa.NkiValidationError, match=r"'moving'.*must be the identity"):
+        _transpose_mode(x, 2.0)
+
+
+# --- nc_matmul_mx into a bf16 PSUM tile (NeuronCore-v4) ---------------------------------------
+def _fp8_e5m2(bytes_):
+    """Decode fp8_e5m2 bytes (finite) with plain numpy."""
+    b = bytes_.astype(np.int64)
+    sign = np.where(b >> 7 & 1, -1.0, 1.0)
+    exp, man = b >> 2 & 0x1F, b & 3
+    mag = np.where(exp == 0, man / 4.0 * 2.0 ** -14, (1 + man / 4.0) * 2.0 ** (exp - 15.0))
+    return sign * mag
+
+
+def _random_fp8_x4(rng, p, f):
+    """[P, F] uint32 of four finite fp8_e5m2 bytes each, and the [4 P, F] values (k = 4 p + j)."""
+    raw = (rng.integers(0, 2, (p, f, 4)) << 7 | rng.integers(13, 18, (p, f, 4)) << 2
+           | rng.integers(0, 4, (p, f, 4))).astype(np.uint32)
+    packed = (raw << np.array([0, 8, 16, 24], np.uint32)).sum(-1).astype(np.uint32)
+    return packed, _fp8_e5m2(raw).transpose(0, 2, 1).reshape(4 * p, f)
+
+
+def test_matmul_mx_bf16_psum_and_unit_free_dims(rng, monkeypatch):
+    monkeypatch.setenv("NKISIM_PROFILE", "trn3")
+
+    @nki.jit
+    def k(s_bits, m_bits, dst_dtype):
+        p, mm = s_bits.shape
+        n = m_bits.shape[1]
+        s = nl.ndarray((p, 1, mm), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)   # a size-1 dim
+        nisa.dma_copy(dst=s[:, 0, :], src=s_bits.view(nl.float8_e5m2_x4))
+        m = nl.ndarray((p, n), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=m, src=m_bits.view(nl.float8_e5m2_x4))
+        s_scale = nl.ndarray((p, 1, mm), dtype=nl.uint8, buffer=nl.sbuf)
+        m_scale = nl.ndarray((p, n), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=s_scale, value=127)   # neutral scales: 2^0
+        nisa.memset(dst=m_scale, value=127)
+        acc = nl.ndarray((mm, n), dtype=dst_dtype, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=acc, stationary=s, moving=m, stationary_scale=s_scale,
+                          moving_scale=m_scale, accumulate=False)
+        nisa.nc_matmul_mx(dst=acc, stationary=s, moving=m, stationary_scale=s_scale,
+                          moving_scale=m_scale, accumulate=True)
+        f = nl.ndarray((mm, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=f, src=acc)
+        out = nl.ndarray((mm, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, f)
+        return out
+
+    s_bits, a = _random_fp8_x4(rng, 32, 64)
+    m_bits, b = _random_fp8_x4(rng, 32, 16)
+    golden = 2 * a.T @ b
+    assert_close(k(s_bits, m_bits, nl.float32), golden, atol=0, rtol=1e-6)
+    out = k(s_bits, m_bits, nl.bfloat16)
+    assert_close(out, golden, atol=0, rtol=2 ** -7)   # two bf16 roundings
+    assert not np.array_equal(out, k(s_bits, m_bits, nl.float32))   # it did round to bf16
+
+    @nki.jit
+    def wrong_memory(s_bits):
+        s = nl.ndarray(s_bits.shape, dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=s_bits.view(nl.float8_e5m2_x4))
+        sc = nl.ndarray(s_bits.shape, dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=sc, value=127)
+        d = nl.ndarray((s_bits.shape[1], s_bits.shape[1]), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.nc_matmul_mx(dst=d, stationary=s, moving=s, stationary_scale=sc, moving_scale=sc)
+
+    with pytest.raises(nisa.NkiValidationError, match=r"operand 'dst'.*must be a PSUM tile"):
+        wrong_memory(s_bits)
+
+
+# --- nl.int16 -----------------------------------------------------------------------------------
+def test_int16_round_trips_converts_and_saturates(rng):
+    @nki.jit
+    def k(x, y):
+        a = nl.load(x)                                         # int16 in HBM and SBUF
+        wide = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=wide, src=a)
+        narrowed = nl.ndarray(y.shape, dtype=nl.int16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=narrowed, src=nl.load(y))         # fp32 -> int16 saturates
+        summed = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=summed, data1=a, data2=narrowed, op=nl.add)
+        out = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.shared_hbm)
+        nl.store(out, summed)
+        w = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(w, wide)
+        return out, w
+
+    x = rng.integers(-20000, 20000, (64, 32)).astype(np.int16)
+    y = rng.uniform(-70000, 70000, (64, 32)).astype(np.float32)
+    out, wide = k(x, y)
+    assert out.dtype == np.int16
+    np.testing.assert_array_equal(wide, x.astype(np.int32))
+    narrowed = np.clip(np.rint(y), -32768, 32767)
+    np.testing.assert_array_equal(out, np.clip(x + narrowed, -32768, 32767).astype(np.int16))

@@ -450,7 +450,7 @@ TEST(DTypeTest, SizesAndClasses) {
   const std::vector<std::pair<DType, size_t>> sizes = {
       {DType::kFloat32, 4}, {DType::kBFloat16, 2}, {DType::kFloat16, 2}, {DType::kFp8E4M3, 1},
       {DType::kFp8E4M3FN, 1}, {DType::kFp8E5M2, 1}, {DType::kInt8, 1}, {DType::kUInt8, 1},
-      {DType::kInt32, 4}, {DType::kUInt16, 2}, {DType::kUInt32, 4}};
+      {DType::kInt32, 4}, {DType::kUInt16, 2}, {DType::kUInt32, 4}, {DType::kInt16, 2}};
   ASSERT_EQ(sizes.size(), std::size(kAllDTypes));
   for (const auto& [t, size] : sizes) {
     EXPECT_EQ(SizeOf(t), size) << DTypeName(t);
@@ -472,6 +472,7 @@ TEST(DTypeTest, MaxValues) {
   EXPECT_EQ(MaxValue(DType::kFp8E5M2), 57344.0);
   EXPECT_EQ(MaxValue(DType::kInt8), 127.0);
   EXPECT_EQ(MaxValue(DType::kUInt8), 255.0);
+  EXPECT_EQ(MaxValue(DType::kInt16), 32767.0);
   EXPECT_EQ(MaxValue(DType::kInt32), 2147483647.0);
   EXPECT_EQ(MaxValue(DType::kUInt16), 65535.0);
   EXPECT_EQ(MaxValue(DType::kUInt32), 4294967295.0);

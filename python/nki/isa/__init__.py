@@ -11,7 +11,7 @@ from nki.isa.constants import (  # noqa: F401
     dge_mode, dma_engine, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
     reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine)
 from nki.language._ops import act_of, alu_of, equal, maximum, power, rsqrt
-from nki.tensor import NKIObject, NkiTensor
+from nki.tensor import NKIObject, NkiTensor, _IndirectView
 
 _isa = _nkisim.isa
 NkiValidationError = _nkisim.NkiValidationError
@@ -76,10 +76,23 @@ def get_nc_sub_version():
 
 
 # --- DMA ------------------------------------------------------------------------------------
+_OOB_SKIP = oob_mode.skip  # dma_copy's argument of that name hides the enum
+
+
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None):
-    """dst = src by one DMA on the queue that frees first (any direction)."""
-    _isa.dma_copy(_t(dst, "dma_copy", "dst"), _t(src, "dma_copy", "src"))
+    """dst = src by one DMA on the queue that frees first (any direction). An HBM side made with
+    ``.ap(..., vector_offset=idx)`` is addressed per partition (runtime/nisa/dma_indirect.h);
+    oob_mode.skip then skips rows outside the tensor instead of raising."""
+    skip = oob_mode == _OOB_SKIP
+    if isinstance(src, _IndirectView):
+        _isa.dma_copy_indirect_in(_tile(dst, "dma_copy", "dst"), src._rows, src._index,
+                                  src._index_stride, skip)
+    elif isinstance(dst, _IndirectView):
+        _isa.dma_copy_indirect_out(dst._rows, dst._index, dst._index_stride, skip,
+                                   _tile(src, "dma_copy", "src"))
+    else:
+        _isa.dma_copy(_t(dst, "dma_copy", "dst"), _t(src, "dma_copy", "src"))
     return _DONE
 
 
@@ -161,11 +174,34 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     # what nkisim leaves out is its bit accuracy for NaN / Inf (here 0 * Inf is NaN as in any
     # matmul).
     _check_tiling(stationary, tile_position, tile_size)
+    if is_transpose and dst.dtype != _dtypes.float32:
+        return _pe_transpose_mode(dst, stationary, moving)
     if accumulate is None:
         accumulate = _auto_accumulate(dst)
     _isa.nc_matmul(_tile(dst, "nc_matmul", "dst"), _tile(stationary, "nc_matmul", "stationary"),
                    _tile(moving, "nc_matmul", "moving"), bool(accumulate),
                    perf_mode in (matmul_perf_mode.double_row, "double_row"))
+    return _DONE
+
+
+def _pe_transpose_mode(dst, stationary, moving):
+    """Transpose mode into a PSUM tile of stationary's dtype (NeuronCore-v3 on, the NKI library's
+    bf16 transposes): a bit-accurate data move, dst = stationary^T, with moving the identity the
+    mode requires (checked: a [K, K] identity, K = stationary's partitions)."""
+    n = "nc_matmul(is_transpose=True)"
+    k = stationary.shape[0]
+    if tuple(moving.shape) != (k, k):
+        raise NkiValidationError(
+            f"invalid argument: {n}: operand 'moving' {moving!r}: must be the [{k}, {k}] "
+            f"identity (transpose mode)")
+    if not _runtime.timing_only():
+        import numpy as np
+        if not np.array_equal(moving.numpy(), np.eye(k)):
+            raise NkiValidationError(
+                f"invalid argument: {n}: operand 'moving' {moving!r}: must be the identity "
+                f"(transpose mode moves stationary's bits; other moving values are not modelled)")
+    _isa.nc_transpose(_tile(dst, n, "dst"), _tile(stationary, n, "stationary"),
+                      _nkisim.Engine.PE)
     return _DONE
 
 
@@ -188,12 +224,26 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
     """MX matmul (NeuronCore-v4 profiles: NKISIM_PROFILE=trn3)."""
     if accumulate is None:
         accumulate = _auto_accumulate(dst)
+    # kernels hand over views like [128, 1, 128]: one free dim once size-1 dims are dropped
+    stationary, moving, stationary_scale, moving_scale = (
+        _drop_unit_free_dims(x) for x in (stationary, moving, stationary_scale, moving_scale))
     _isa.nc_matmul_mx(_tile(dst, "nc_matmul_mx", "dst"),
                       _tile(stationary, "nc_matmul_mx", "stationary"),
                       _tile(moving, "nc_matmul_mx", "moving"),
                       _tile(stationary_scale, "nc_matmul_mx", "stationary_scale"),
                       _tile(moving_scale, "nc_matmul_mx", "moving_scale"), bool(accumulate))
     return _DONE
+
+
+def _drop_unit_free_dims(x):
+    """An on-chip view with its size-1 free dims dropped (the same elements in the same order);
+    left as it is when nothing drops or when it is not a tile."""
+    if not isinstance(x, NkiTensor) or not x.on_chip or len(x.shape) <= 2:
+        return x
+    free = [n for n in x.shape[1:] if n != 1] or [1]
+    if len(free) == len(x.shape) - 1:
+        return x
+    return x.reshape((x.shape[0],) + tuple(free))
 
 
 def quantize_mx(dst, src, dst_scale, name=None):
@@ -324,6 +374,17 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
     n = "nonzero_with_count"
     _isa.nonzero_with_count(_tile(dst, n, "dst"), _tile(src, n, "src"), int(index_offset),
                             int(padding_val))
+    return _DONE
+
+
+def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None):
+    """On GpSimd, per 16-partition group: the group's uint16 indices flattened partition dim
+    first, the first num_valid_indices of them; each partition p of the group gets
+    src_buffer[p, idx : idx + num_elem_per_idx] for each idx, in order (no cast)."""
+    n = "local_gather"
+    _isa.local_gather(_tile(dst, n, "dst"), _tile(src_buffer, n, "src_buffer"),
+                      _tile(index, n, "index"), int(num_elem_per_idx),
+                      -1 if num_valid_indices is None else int(num_valid_indices))
     return _DONE
 
 
@@ -568,7 +629,6 @@ _NO_INSTRUCTION = "the runtime's ISA has no such instruction"
 for _name, _reason in {
         "activate2": _NO_INSTRUCTION,
         "exponential": _NO_INSTRUCTION,
-        "local_gather": _NO_INSTRUCTION,
         "select_reduce": _NO_INSTRUCTION, "sequence_bounds": _NO_INSTRUCTION,
         "tensor_scalar_cumulative": _NO_INSTRUCTION,
         "topk": _NO_INSTRUCTION,

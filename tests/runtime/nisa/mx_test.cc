@@ -521,7 +521,7 @@ TEST_F(MxMatmulTest, RulesAreRefusedNamingTheRule) {
   Tile out513 = core_.AllocatePsum("out513", {16, 513});
   Tile s129 = x4("s129", 32, 129), ss129 = u8("ss129", 32, 129);
   Tile sbuf_out = core_.AllocateSbuf("sbuf_out", {16, 64}, DType::kFloat32);
-  Tile bf16_out = core_.AllocatePsum("bf16_out", {16, 64}, DType::kBFloat16);
+  Tile fp16_out = core_.AllocatePsum("fp16_out", {16, 64}, DType::kFloat16);
   Tile out_wrong = core_.AllocatePsum("out_wrong", {16, 32});
   Tile x512 = x4("x512", 32, 512), xs512 = u8("xs512", 32, 512);
   Tile ss17 = u8("ss17", 32, 17);
@@ -548,8 +548,9 @@ TEST_F(MxMatmulTest, RulesAreRefusedNamingTheRule) {
               HasSubstr("free size M = 129 exceeds 128"));
   EXPECT_THAT(refused([&] { nc_matmul_mx(sbuf_out, s, x, ss, xs); }),
               HasSubstr("operand 'dst' 'sbuf_out' [16, 64] fp32 SBUF: must be an fp32 PSUM tile"));
-  EXPECT_THAT(refused([&] { nc_matmul_mx(bf16_out, s, x, ss, xs); }),
-              HasSubstr("must be an fp32 PSUM tile"));
+  // NeuronCore-v4 writes fp32 or bf16 (NKI 0.6), nothing else
+  EXPECT_THAT(refused([&] { nc_matmul_mx(fp16_out, s, x, ss, xs); }),
+              HasSubstr("operand 'dst' 'fp16_out' [16, 64] fp16 PSUM: must be an fp32 or bf16 PSUM tile"));
   EXPECT_THAT(refused([&] { nc_matmul_mx(out_wrong, s, x, ss, xs); }),
               HasSubstr("must be a contiguous [M, N] = [16, 64] view"));
   EXPECT_THAT(refused([&] { nc_matmul_mx(two_banks.slice(1, 256, 768), s, x512, ss, xs512); }),
