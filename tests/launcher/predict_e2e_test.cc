@@ -80,9 +80,11 @@ json RunReport(const std::string& name, const std::string& scenario) {
 double StepNs(const json& report) { return report["scenarios"][0]["stepSimNs"].get<double>(); }
 
 // Three layers from two simulated ones: the prefill and decode stacks equal `layers: 3` runs, to
-// 0.5%: layer 3 starts with a DMA engine backlog a little unlike layer 2's (the engines serve
+// 1%: layer 3 starts with a DMA engine backlog a little unlike layer 2's (the engines serve
 // their shares in order, so the previous layer's last stores shift the next one's first loads),
-// which the stack, first + 2 x steady, does not see (0.1% on this prefill).
+// which the stack, first + 2 x steady, does not see. On this prefill it was 0.1% while the
+// sequence-parallel collectives took long enough to drain the backlog; since they are priced
+// from the DMA engines and the torus (shorter), 0.72%.
 TEST(PredictE2eTest, LayerStackEqualsARunOfThatManyLayers) {
   const std::string model = WriteConfig("tiny3.json", TinyConfig(3).dump());
   const Result p = Predict(model, "--tp 8 --batch 4 --input-tokens 256 --output-tokens 1");
@@ -91,7 +93,7 @@ TEST(PredictE2eTest, LayerStackEqualsARunOfThatManyLayers) {
   const json prefill = RunReport("prefill3", std::string(kTinyLayer) +
                                                  "workload: \"prefill\" layers: 3 batch: 4 seq_len: 256 sequence_parallel: true\n");
   const json decode = RunReport("decode3", std::string(kTinyLayer) + "layers: 3 batch: 4 kv_length: 256 steps: 1\n");
-  EXPECT_NEAR(plan["prefill_layers_ns"].get<double>(), StepNs(prefill), 5e-3 * StepNs(prefill));
+  EXPECT_NEAR(plan["prefill_layers_ns"].get<double>(), StepNs(prefill), 1e-2 * StepNs(prefill));
   EXPECT_NEAR(plan["decode_layers_mean_ns"].get<double>(), StepNs(decode), 5e-3 * StepNs(decode));
   EXPECT_NEAR(plan["ttft_ms"].get<double>(),
               (plan["prefill_layers_ns"].get<double>() / 1e6 + plan["lm_head_prefill_ms"].get<double>()), 1e-9);
