@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -13,6 +14,18 @@
 #include "runtime/host_memory.h"
 
 namespace nkisim::launcher {
+namespace {
+
+// The InProcessRanks alive: phases return free heap only when none is.
+std::atomic<int> in_process_scopes{0};
+
+}  // namespace
+
+InProcessRanks::InProcessRanks() { ++in_process_scopes; }
+
+InProcessRanks::~InProcessRanks() {
+  if (--in_process_scopes == 0) ReturnFreeHeap();
+}
 
 PhaseRunner::PhaseRunner(ProgressSink sink, LogicalCore& lnc, int rank, std::string scenario,
                          const proto::Scenario& spec, proto::RankResult& result)
@@ -142,7 +155,7 @@ void PhaseRunner::Run(const std::string& name, const std::function<PhaseOutput()
   current_.clear();
   // The phase's buffers are free now: keep a little of the heap for reuse, not the phase's peak.
   out = PhaseOutput();
-  ReturnFreeHeap();
+  if (in_process_scopes.load() == 0) ReturnFreeHeap();
 }
 
 }  // namespace nkisim::launcher

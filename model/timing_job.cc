@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/local_fabric.h"
+#include "model/phase_runner.h"
 #include "model/rank_plans.h"
 #include "model/run_report.h"
 #include "runtime/error.h"
@@ -16,6 +17,7 @@ namespace nkisim::launcher {
 
 proto::RunReport RunTimingJob(const ResolvedScenario& sc, const std::string& trace_path) {
   SetSimMode(SimMode::kTimingOnly);
+  const InProcessRanks shared_heap;  // the ranks' phases leave the heap alone (phase_runner.h)
   const int world = sc.world_size();
   collectives::LocalFabric fabric(world);
   std::map<int, proto::RankResult> results;

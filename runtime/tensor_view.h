@@ -68,7 +68,8 @@ class HbmBuffer {
 class TensorView {
  public:
   TensorView() = default;
-  // A new zero-filled HBM tensor.
+  // A new zero-filled HBM tensor (in the timing-only mode, which reads no values, a buffer under
+  // kMapBytes is left uncleared).
   static TensorView Create(const Shape& shape, DType dtype, const std::string& name = "");
 
   DType dtype() const { return dtype_; }

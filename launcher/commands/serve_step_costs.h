@@ -24,7 +24,7 @@ namespace nkisim::launcher {
 // The fast builder `nkisim serve` uses: each distinct layer job simulated once (keyed by the
 // layer scenario's text) and nothing simulated that the table does not use. The jobs can run
 // `workers` at a time (each is self-contained: its ranks as threads on their own fabric), but on
-// 2 cores two at a time costs twice the CPU for no wall time (bench/serve_table_bench.cc: the
+// 2 cores two at a time saves no reliable wall time (bench/serve_table_bench.cc: the
 // ranks' threads of two jobs contend), so one at a time is the default:
 //   * a prefill bucket simulates one chunk's layer (not the decode a predict also runs); buckets
 //     chunked into the same chunk length (every bucket over the 1,024-token limit) share it;

@@ -614,5 +614,31 @@ TEST(Serving, FindMaxRateIsMonotoneAndReproducible) {
   EXPECT_LE(FindMaxRate(run, ParseSlo("ttft_p99_ms=100,tpot_p99_ms=20"), 1, 0.02, 30).max_rate, a.max_rate);
 }
 
+// Different seeds give different max rates (the p99 TTFT of a finite run is a random variable);
+// docs/serving.md states the spread: on this table, 8 seeds within 10% of their median at 8,000
+// requests a point (measured 7.5%). Near the knee the p99 TTFT is set by the run's worst bursts,
+// so longer runs do not narrow it much (500 requests: 6.2% around a higher median).
+TEST(Serving, FindMaxRateAcrossSeedsWithinTheStatedSpread) {
+  StepCostTable t = FlatTable(20, 4);
+  SchedulerConfig c;
+  const Slo slo = ParseSlo("ttft_p99_ms=200,tpot_p99_ms=20");
+  auto spread = [&](int n, double* median) {
+    std::vector<double> rates;
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      auto run = [&](double rate) { return ComputeMetrics(Simulate(t, c, Poisson(rate, n, 500, 20, seed)), {}); };
+      rates.push_back(FindMaxRate(run, slo, 1, 0.01, 40).max_rate);
+    }
+    std::sort(rates.begin(), rates.end());
+    *median = (rates[3] + rates[4]) / 2;
+    return std::max(rates.back() / *median - 1, 1 - rates.front() / *median);
+  };
+  double median = 0;
+  const double within = spread(8000, &median);
+  std::printf("max rate over 8 seeds, 8000 requests a point: median %.3f req/s, all within %.1f%%\n", median,
+              100 * within);
+  EXPECT_GT(within, 0);  // the seeds do differ
+  EXPECT_LE(within, 0.10);
+}
+
 }  // namespace
 }  // namespace nkisim::serving
