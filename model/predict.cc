@@ -89,6 +89,14 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
     p.push_back(StrCat("--input-tokens + --output-tokens: ", context, ": must be <= the model's ",
                        "max_position_embeddings (", r.model.max_positions, ")"));
   }
+  if (r.model.moe) {
+    for (std::string& q : RouterSkewProblems(r.skew, r.skew_sample_tokens, MoeShapeOf(r.model), r.skew_text)) {
+      p.push_back(q);
+    }
+  } else if (r.skew.kind != kernels::moe::RouterSkew::Kind::kUniform) {
+    p.push_back(StrCat(r.skew_text, ": given for ", r.model.architecture,
+                       ", a dense model: only a mixture-of-experts model has a router"));
+  }
   for (const PredictPlan& plan : r.plans) {
     if (plan.tp <= 0) p.push_back(StrCat("plan '", plan.name, "': tp: ", plan.tp, ": must be >= 1"));
     if (plan.lnc != 1 && plan.lnc != 2) {
