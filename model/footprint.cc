@@ -34,7 +34,8 @@ HbmFootprint PlanHbmFootprint(const proto::Scenario& s, DType dtype, Workload wo
   const double i_rank = mlp && p.tp > 0 ? static_cast<double>(m.intermediate()) / p.tp : 0;
   HbmFootprint f;
   f.layers = static_cast<int>(std::max(1u, s.layers()));
-  const double weights = h * (hpr + 2 * kvr) * d + hpr * d * h + 3 * h * i_rank + h * (mlp ? 2 : 1);
+  const double weights = h * (hpr + 2 * kvr) * d + hpr * d * h + 3 * h * i_rank + h * (mlp ? 2 : 1) +
+                         (m.qkv_bias() ? (hpr + 2 * kvr) * d : 0);
   const double qkv_out = (hpr + 2 * kvr) * d;  // per token
   double kv = 0, act = 0, scratch = 0;
   if (workload == Workload::kDecode) {

@@ -28,12 +28,19 @@ struct Architecture {
   bool bias = false;                       // attention_bias may be true
   const char* shared_inter_key = nullptr;  // the key holding the shared expert's I; nullptr: none
   const char* text_config = nullptr;       // the text model's keys are in this object (multimodal)
+  bool tied = false;                       // tie_word_embeddings when the config does not say
+  bool qkv_bias = false;                   // q, k, v biased whatever the config says (Qwen2's code)
 };
 
 constexpr Architecture kArchitectures[] = {
     {"LlamaForCausalLM", "llama", false},
     {"MistralForCausalLM", "mistral", false, nullptr, nullptr, true},
-    {"Qwen2ForCausalLM", "qwen2", false},
+    // Qwen2: q, k and v projections with a bias (its code's, no config key), priced.
+    {"Qwen2ForCausalLM", "qwen2", false, nullptr, nullptr, false, false, nullptr, nullptr, false, true},
+    // Gemma (1): head_dim 256 (priced as two heads of 128, model/predict.cc), a GeGLU MLP (the MLP
+    // kernel's gelu), tied embeddings by default; the sqrt(H) embedding scale and the norms'
+    // (1 + w) weights change values, not cost.
+    {"GemmaForCausalLM", "gemma", false, nullptr, nullptr, false, false, nullptr, nullptr, true},
     {"Qwen3ForCausalLM", "qwen3", true},
     {"Qwen3MoeForCausalLM", "qwen3_moe", true, "qwen3", "moe_intermediate_size"},
     {"MixtralForCausalLM", "mixtral", false, "mixtral", "intermediate_size", true},
@@ -155,6 +162,17 @@ void Tie(const json& v, HfModel& m, Problems& p) {
   }
   m.tie_word_embeddings = v.get<bool>();
 }
+// Gemma's name for its MLP activation: the tanh approximation of gelu (the MLP kernel's gelu) or
+// null (then hidden_act's).
+void HiddenActivation(const json& v, HfModel& m, Problems& p) {
+  if (v.is_null()) return;
+  if (v != "gelu_pytorch_tanh" && v != "gelu") {
+    p.push_back(StrCat("hidden_activation: ", Shown(v), ": must be \"gelu_pytorch_tanh\", \"gelu\" or null (Gemma's "
+                       "GeGLU; the MLP kernel's gelu)"));
+    return;
+  }
+  m.activation = "gelu";
+}
 void Activation(const json& v, HfModel& m, Problems& p) {
   const std::string s = v.is_string() ? v.get<std::string>() : "";
   if (s != "silu" && s != "gelu" && s != "relu") {
@@ -268,11 +286,12 @@ constexpr Key kKeys[] = {
     {"num_hidden_layers", Layers, "decoder layers: one simulated, times this"},
     {"num_attention_heads", QHeads, "Q heads (tp divides it)"},
     {"num_key_value_heads", KvHeads, "KV heads (divide the Q heads; default: Q heads)"},
-    {"head_dim", HeadDim, "d (<= 128, 128 for prefill; default H / Q heads)"},
+    {"head_dim", HeadDim, "d (<= 128, or 256 priced as two heads of 128; 128 for prefill; default H / Q heads)"},
     {"vocab_size", Vocab, "the embedding and the vocab-parallel LM head"},
     {"rms_norm_eps", Eps, "the norms' epsilon"},
     {"tie_word_embeddings", Tie, "one copy of the embedding / LM head when true"},
     {"hidden_act", Activation, "the MLP's activation (silu, gelu, relu)"},
+    {"hidden_activation", HiddenActivation, "Gemma: gelu_pytorch_tanh (the MLP kernel's gelu) or null"},
     {"torch_dtype", TorchDtype, "bfloat16 or float16: 2-byte weights and KV cache"},
     {"max_position_embeddings", MaxPositions, "input + output tokens must not exceed it"},
     {"attention_bias", AttentionBias, "must be false (true for gpt-oss: biases not priced)"},
@@ -363,8 +382,11 @@ void CheckShapes(const json& config, HfModel& m, Problems& p) {
     p.push_back(StrCat("num_key_value_heads: ", m.n_kv_heads, ": must divide num_attention_heads (",
                        m.n_q_heads, ")"));
   }
-  if (m.head_dim > 128) {
-    p.push_back(StrCat("head_dim: ", m.head_dim, ": must be <= 128 (one head on the partitions)"));
+  // A head of 256 is priced as two heads of 128 (model/predict.cc: LayerScenario); any other d
+  // above the 128 partitions is not modeled.
+  if (m.head_dim > 128 && m.head_dim != 256) {
+    p.push_back(StrCat("head_dim: ", m.head_dim, ": must be <= 128 (one head on the partitions) or 256 (priced as two "
+                       "heads of 128)"));
   }
 }
 
@@ -377,6 +399,7 @@ void CheckFamily(const Architecture& arch, HfModel& m, Problems& p) {
   if (m.attention_bias && !arch.bias) {
     p.push_back(StrCat("attention_bias: true: must be false for ", arch.name, " (the kernels add no bias)"));
   }
+  m.qkv_bias = arch.qkv_bias || (m.attention_bias && arch.bias);
   if (m.sliding_window > 0 && !arch.sliding) {
     p.push_back(StrCat("sliding_window: ", m.sliding_window, ": must be null for ", arch.name,
                        " (sliding-window attention is modeled for Mistral, Mixtral and gpt-oss only)"));
@@ -474,6 +497,7 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
   if (arch != nullptr) {
     m.architecture = arch->name;
     m.qk_norm = arch->qk_norm;
+    m.tie_word_embeddings = arch->tied;  // the config's tie_word_embeddings, when given, wins
   }
   // A multimodal row: the text model's keys are in its text_config; the outer object's others
   // are the wrapper's (the vision encoder is not modeled: predict prices the text model).

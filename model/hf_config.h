@@ -40,7 +40,10 @@ struct HfModel {
   // attend only the last `sliding_window` tokens (all of them unless layer_types says which).
   int sliding_window = 0;    // 0: none
   int sliding_layers = 0;
-  bool attention_bias = false;  // QKV / o_proj biases (rows that allow them; not priced)
+  bool attention_bias = false;  // QKV / o_proj biases (rows that allow them)
+  // The q, k, v projections add a bias: priced by the QKV kernel (Qwen2 always, without a config
+  // key; gpt-oss with attention_bias, whose o_proj bias is not priced).
+  bool qkv_bias = false;
   // H as the attention kernels take it at LNC `lnc`: hidden rounded up to whole 128-partition
   // tiles, as many as the LNC's cores split evenly (gpt-oss: 2880 -> 2944 at LNC 1, 3072 at
   // LNC 2); the MoE kernels take H as it is.

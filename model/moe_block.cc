@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <numeric>
+#include <sstream>
 
 #include "collectives/all_to_all_v.h"
 #include "collectives/collective_cost.h"
@@ -255,7 +257,13 @@ MoeBlockCost PriceMoeBlock(const MoeShape& shape, const MoePlan& plan, int64_t t
   SetSimMode(SimMode::kTimingOnly);
   MoeBlockCost out;
   MoeStep st{shape, plan, profile, tokens, {}, {}, {}, {}, {}, &out};
-  st.routing = moe::SkewedRouting(tokens, shape.experts, shape.top_k, skew, seed);
+  if (skew.kind == moe::RouterSkew::Kind::kCounts) {  // a sample's counts, carried to this step's tokens
+    moe::RouterSkew step = skew;
+    step.counts = CountsForStep(skew.counts, tokens, shape.top_k);
+    st.routing = moe::SkewedRouting(tokens, shape.experts, shape.top_k, step, seed);
+  } else {
+    st.routing = moe::SkewedRouting(tokens, shape.experts, shape.top_k, skew, seed);
+  }
   for (int i = 0; i <= plan.ep; ++i) {
     // Earlier slots one token more: slot i takes [i T / ep, ...) rounded up.
     st.share_begin.push_back((int64_t{i} * tokens + plan.ep - 1) / plan.ep);
@@ -289,16 +297,124 @@ int64_t MoeWeightBytesPerRank(const MoeShape& s, const MoePlan& p) {
   return kBytes * (h * s.experts + experts * 3 * h * inter + 3 * h * shared);
 }
 
-moe::RouterSkew ParseRouterSkew(const std::string& text, const std::string& what) {
+namespace {
+
+// --router-skew counts:FILE's file: an optional "tokens: N", then the counts.
+moe::RouterSkew ReadCountsFile(const std::string& text, const std::string& what, int64_t* sample_tokens) {
+  const std::string path = text.substr(7);
+  const std::string where = StrCat(what, ": '", text, "'");
+  std::ifstream in(path);
+  if (path.empty() || !in) Raise(ErrorCode::kBadConfig, StrCat(where, ": cannot read the counts file '", path, "'"));
+  moe::RouterSkew s;
+  s.kind = moe::RouterSkew::Kind::kCounts;
+  std::string line, word;
+  int64_t tokens = 0;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    while (words >> word) {
+      if (word == "tokens:") {
+        std::string value;
+        words >> value;
+        char* end = nullptr;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (!s.counts.empty() || tokens != 0 || value.empty() || *end != '\0' || v < 1 || v > 1000000000) {
+          Raise(ErrorCode::kBadConfig, StrCat(where, ": line ", n, ": tokens: '", value,
+                                              "': must be one integer in [1, 1e9], before the counts"));
+        }
+        tokens = v;
+        continue;
+      }
+      char* end = nullptr;
+      const long long v = std::strtoll(word.c_str(), &end, 10);
+      if (*end != '\0' || v < 0 || v > 1000000000) {
+        Raise(ErrorCode::kBadConfig, StrCat(where, ": line ", n, ": count '", word,
+                                            "' (expert ", s.counts.size(), "): must be an integer in [0, 1e9]"));
+      }
+      s.counts.push_back(v);
+    }
+  }
+  if (s.counts.empty()) Raise(ErrorCode::kBadConfig, StrCat(where, ": no counts: one per expert is the rule"));
+  if (sample_tokens != nullptr) *sample_tokens = tokens;
+  return s;
+}
+
+}  // namespace
+
+moe::RouterSkew ParseRouterSkew(const std::string& text, const std::string& what, int64_t* sample_tokens) {
+  if (sample_tokens != nullptr) *sample_tokens = 0;
   moe::RouterSkew s;
   if (text == "uniform") return s;
+  if (text.rfind("counts:", 0) == 0) return ReadCountsFile(text, what, sample_tokens);
   if (text.rfind("zipf:", 0) == 0) {
     char* end = nullptr;
     s.kind = moe::RouterSkew::Kind::kZipf;
     s.zipf_s = std::strtod(text.c_str() + 5, &end);
     if (end != text.c_str() + 5 && *end == '\0' && s.zipf_s >= 0 && s.zipf_s <= 16) return s;
   }
-  Raise(ErrorCode::kBadConfig, StrCat(what, ": '", text, "': must be uniform or zipf:S with S in [0, 16]"));
+  Raise(ErrorCode::kBadConfig,
+        StrCat(what, ": '", text, "': must be uniform, zipf:S with S in [0, 16], or counts:FILE"));
+}
+
+std::vector<std::string> RouterSkewProblems(const moe::RouterSkew& skew, int64_t sample_tokens,
+                                            const MoeShape& shape, const std::string& what) {
+  std::vector<std::string> p;
+  if (skew.kind != moe::RouterSkew::Kind::kCounts) return p;
+  const auto& c = skew.counts;
+  if (static_cast<int64_t>(c.size()) != shape.experts) {
+    p.push_back(StrCat(what, ": ", c.size(), " counts: the rule is one per expert (num_experts ", shape.experts, ")"));
+    return p;
+  }
+  const int64_t sum = std::accumulate(c.begin(), c.end(), int64_t{0});
+  const int64_t k = shape.top_k;
+  if (sample_tokens > 0 && sum != sample_tokens * k) {
+    p.push_back(StrCat(what, ": the counts sum to ", sum, ": the rule is tokens x num_experts_per_tok = ",
+                       sample_tokens, " x ", k, " = ", sample_tokens * k));
+    return p;
+  }
+  if (sum <= 0 || sum % k != 0) {
+    p.push_back(StrCat(what, ": the counts sum to ", sum, ": the rule is the sample's tokens x ",
+                       "num_experts_per_tok: a positive multiple of ", k));
+    return p;
+  }
+  const int64_t tokens = sum / k;
+  for (size_t e = 0; e < c.size(); ++e) {
+    if (c[e] > tokens) {
+      p.push_back(StrCat(what, ": count of expert ", e, ": ", c[e], ": must be <= the sample's tokens (", tokens,
+                         "): a token picks an expert at most once"));
+      break;
+    }
+  }
+  return p;
+}
+
+std::vector<int64_t> CountsForStep(const std::vector<int64_t>& counts, int64_t tokens, int64_t top_k) {
+  const int64_t sum = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  const int64_t target = tokens * top_k;
+  std::vector<int64_t> out(counts.size()), rem(counts.size());
+  int64_t placed = 0;
+  for (size_t e = 0; e < counts.size(); ++e) {
+    // counts <= 1e9 (ReadCountsFile) and a step's target <= 2^17 rows x 2^10 choices: fits.
+    const int64_t num = counts[e] * target;
+    out[e] = std::min(num / sum, tokens);
+    rem[e] = num % sum;
+    placed += out[e];
+  }
+  std::vector<size_t> order(counts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rem[a] > rem[b]; });
+  // Each pass gives one more row to every expert below the cap, largest remainder first; the
+  // caps hold E x tokens >= target rows, so the passes end.
+  while (placed < target) {
+    for (size_t e : order) {
+      if (placed == target) break;
+      if (out[e] < tokens) {
+        ++out[e];
+        ++placed;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace nkisim::launcher

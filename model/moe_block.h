@@ -78,9 +78,26 @@ MoeBlockCost PriceMoeBlock(const MoeShape& shape, const MoePlan& plan, int64_t t
 // shared expert at I_shared / tp, 2-byte weights.
 int64_t MoeWeightBytesPerRank(const MoeShape& shape, const MoePlan& plan);
 
-// "uniform" or "zipf:S" (S in [0, 16]); throws Error(kBadConfig) naming `what`, the value and
-// the rule. (Per-expert counts fix one step's token count, so predict, which prices steps of
-// different sizes, takes a law, not counts; `nkisim kernel moe --skew counts:FILE` takes counts.)
-kernels::moe::RouterSkew ParseRouterSkew(const std::string& text, const std::string& what);
+// "uniform", "zipf:S" (S in [0, 16]) or "counts:FILE"; throws Error(kBadConfig) naming `what`,
+// the value and the rule. FILE (counts of one routed sample, e.g. dumped from a real run): '#'
+// starts a comment; an optional "tokens: N" first (the sample's tokens; *sample_tokens, 0 when
+// absent), then one count per expert, integers in [0, 1e9], whitespace-separated. Whether they
+// fit the model (one per expert, summing to the sample's tokens x top_k) is RouterSkewProblems'.
+kernels::moe::RouterSkew ParseRouterSkew(const std::string& text, const std::string& what,
+                                         int64_t* sample_tokens = nullptr);
+
+// The rules a counts skew breaks for `shape`, each naming `what`, the value and the rule: one
+// count per expert (num_experts); the counts sum to the sample's tokens x num_experts_per_tok
+// (with sample_tokens 0: a multiple of num_experts_per_tok, the sample's tokens the quotient), a
+// positive sum; no count above the sample's tokens (a token picks an expert once). None for a
+// uniform or Zipf skew.
+std::vector<std::string> RouterSkewProblems(const kernels::moe::RouterSkew& skew, int64_t sample_tokens,
+                                            const MoeShape& shape, const std::string& what);
+
+// A counts skew of a sample carried to a step of `tokens` tokens: the counts scaled to sum to
+// tokens x top_k (largest remainders; exactly the counts when the sample had `tokens` tokens),
+// none above `tokens` (an expert's overflow goes to the next largest remainders).
+// REQUIRES: RouterSkewProblems empty, tokens >= 1, top_k <= counts.size().
+std::vector<int64_t> CountsForStep(const std::vector<int64_t>& counts, int64_t tokens, int64_t top_k);
 
 }  // namespace nkisim::launcher

@@ -58,7 +58,7 @@ void CheckMoeModel(const proto::Scenario& s, ProblemList& problems) {
        {std::pair{"model.n_q_heads", ms.n_q_heads()}, {"model.n_kv_heads", ms.n_kv_heads()},
         {"model.d_head", ms.d_head()}, {"model.intermediate", ms.intermediate()},
         {"batch", s.batch()}, {"kv_length", s.kv_length()}, {"seq_len", s.seq_len()},
-        {"steps", s.steps()}}) {
+        {"steps", s.steps()}, {"model.qkv_bias", ms.qkv_bias() ? 1u : 0u}}) {
     if (value != 0) {
       problems.push_back(StrCat(field, ": ", value, ": the moe workload runs no attention or dense ",
                                 "MLP; drop it (tokens: moe.tokens, I: moe.intermediate)"));

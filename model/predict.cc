@@ -90,6 +90,14 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
     p.push_back(StrCat("--input-tokens + --output-tokens: ", context, ": must be <= the model's ",
                        "max_position_embeddings (", r.model.max_positions, ")"));
   }
+  if (r.model.moe) {
+    for (std::string& q : RouterSkewProblems(r.skew, r.skew_sample_tokens, MoeShapeOf(r.model), r.skew_text)) {
+      p.push_back(q);
+    }
+  } else if (r.skew.kind != kernels::moe::RouterSkew::Kind::kUniform) {
+    p.push_back(StrCat(r.skew_text, ": given for ", r.model.architecture,
+                       ", a dense model: only a mixture-of-experts model has a router"));
+  }
   for (const PredictPlan& plan : r.plans) {
     if (plan.tp <= 0) p.push_back(StrCat("plan '", plan.name, "': tp: ", plan.tp, ": must be >= 1"));
     if (plan.lnc != 1 && plan.lnc != 2) {
@@ -97,6 +105,12 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
     }
     if (plan.replicas < 1) p.push_back(StrCat("plan '", plan.name, "': replicas: ", plan.replicas, ": must be >= 1"));
     if (plan.tp <= 0) continue;
+    if (r.model.head_dim > 128 && r.model.n_kv_heads % plan.tp != 0) {
+      p.push_back(StrCat("plan '", plan.name, "': tp: ", plan.tp, ": must divide num_key_value_heads (",
+                         r.model.n_kv_heads, ") at head_dim ", r.model.head_dim, ": a head is priced as ",
+                         r.model.head_dim / 128, " heads of 128, which a TP above the KV heads would split over ranks "
+                         "(not modeled)"));
+    }
     if (r.model.moe) {
       for (std::string& q : MoePlanProblems(MoeShapeOf(r.model), MoePlanOf(plan), plan.name)) p.push_back(q);
     } else if (plan.moe_ep > 0 || plan.moe_tp > 0) {
@@ -419,12 +433,18 @@ proto::Scenario LayerScenario(const PredictRequest& r, const PredictPlan& plan, 
   // The attention kernels take H in whole 128-partition tiles split over the LNC's cores: H 2880
   // runs as 3072 at LNC 2 (zero rows; priced, an upper bound).
   m.set_hidden(static_cast<uint32_t>(r.model.padded_hidden(plan.lnc)));
-  m.set_n_q_heads(static_cast<uint32_t>(r.model.n_q_heads));
-  m.set_n_kv_heads(static_cast<uint32_t>(r.model.n_kv_heads));
+  // A head of d 256 (Gemma) runs as two heads of 128, Q and KV alike: the same projection columns,
+  // KV cache bytes and QK / PV matmul work; the softmax runs per half-head, twice (an upper bound).
+  // RequestProblems keeps every plan's TP within the KV heads, so no real head is split over ranks.
+  const int split = r.model.head_dim > 128 ? r.model.head_dim / 128 : 1;
+  m.set_n_q_heads(static_cast<uint32_t>(r.model.n_q_heads * split));
+  m.set_n_kv_heads(static_cast<uint32_t>(r.model.n_kv_heads * split));
   // The prefill's QKV CTE writes heads of d = 128 only: a smaller d is priced as 128 there (an upper
   // bound: the QKV columns and the attention's PV are doubled at d 64); the decode runs its own d.
-  m.set_d_head(static_cast<uint32_t>(prefill ? std::max(128, r.model.head_dim) : r.model.head_dim));
+  const int d = r.model.head_dim / split;
+  m.set_d_head(static_cast<uint32_t>(prefill ? std::max(128, d) : d));
   m.set_rms_eps(r.model.rms_eps);
+  m.set_qkv_bias(r.model.qkv_bias);
   if (r.model.moe) {
     // The MoE block is priced apart (model/moe_block.h): the layer simulated is the attention block.
     s.set_attention_only(true);

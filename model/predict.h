@@ -66,8 +66,12 @@ struct PredictRequest {
   // --trace: the Chrome/Perfetto traces of each plan's simulated jobs, the decode layers at KV S
   // and the prefill chunk's layer (TracePaths); "" none.
   std::string trace_path;
-  // MoE models: how the router spreads the tokens over the experts (--router-skew).
+  // MoE models: how the router spreads the tokens over the experts (--router-skew): a law, or
+  // the counts of one routed sample of skew_sample_tokens tokens (0: their sum / top_k), carried
+  // to each step's tokens (CountsForStep). skew_text names it in errors.
   kernels::moe::RouterSkew skew;
+  int64_t skew_sample_tokens = 0;
+  std::string skew_text = "--router-skew";
 };
 
 // The MoE plan of a PredictPlan (moe_ep / moe_tp defaults filled).

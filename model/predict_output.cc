@@ -46,11 +46,17 @@ std::string MoeLines(const PredictRequest& r, const PlanPrediction& p) {
     return StrPrintf("busiest EP rank %d: %lld expert rows (mean %.1f)", c.busiest, static_cast<long long>(busiest),
                      mean);
   };
-  return StrPrintf("  MoE: %d experts, top %d, expert I %d; moe_ep %d x moe_tp %d (%d experts and I %d a rank)\n"
+  std::string skew = "uniform";
+  if (r.skew.kind == kernels::moe::RouterSkew::Kind::kZipf) skew = StrPrintf("zipf:%g", r.skew.zipf_s);
+  if (r.skew.kind == kernels::moe::RouterSkew::Kind::kCounts) {
+    skew = StrCat(r.skew_text.substr(r.skew_text.find(' ') + 1), " (scaled to each step's tokens)");
+  }
+  return StrPrintf("  MoE: %d experts, top %d, expert I %d; moe_ep %d x moe_tp %d (%d experts and I %d a rank); "
+                   "router skew %s\n"
                    "    decode step: %s; prefill chunk: %s\n"
                    "    experts' weights %.2f GiB a layer per rank (all %d of the rank's experts resident)\n",
                    r.model.experts, r.model.top_k, r.model.expert_inter, m.ep, m.moe_tp, r.model.experts / m.ep,
-                   r.model.expert_inter / m.moe_tp, rows(p.moe_decode).c_str(), rows(p.moe_prefill).c_str(),
+                   r.model.expert_inter / m.moe_tp, skew.c_str(), rows(p.moe_decode).c_str(), rows(p.moe_prefill).c_str(),
                    p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep);
 }
 

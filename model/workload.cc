@@ -38,7 +38,7 @@ const WorkloadInfo& FindWorkload(Workload kind) {
 
 int64_t LayerWeights::bytes() const {
   int64_t total = 0;
-  for (const TensorView* t : {&gamma, &w_qkv, &w_o, &mlp_gamma, &w_gate, &w_up, &w_down}) {
+  for (const TensorView* t : {&gamma, &w_qkv, &b_qkv, &w_o, &mlp_gamma, &w_gate, &w_up, &w_down}) {
     if (t->valid()) total += t->size_bytes();
   }
   return total;
@@ -65,12 +65,17 @@ LayerWeights MakeLayerWeights(const PlanRun& run, int layer) {
   LayerWeights w;
   w.gamma = Slice(name("gamma"), {1, h}, dt, seed, 0.5f, 1.5f, [](int64_t, int64_t c) { return c; });
   const int64_t fused = (nq + 2 * nkv) * d, local = (hpr + 2 * kvr) * d;
-  w.w_qkv = Slice(name("w_qkv"), {h, local}, dt, seed, -0.02f, 0.02f, [&](int64_t row, int64_t j) {
-    const int64_t col = j < hpr * d           ? q0 * d + j
-                        : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
-                                              : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
-    return row * fused + col;
-  });
+  // Local column j of the rank's Q, K, V heads in the fused [.., (nq + 2 nkv) d] layout.
+  auto fused_col = [&](int64_t j) {
+    return j < hpr * d           ? q0 * d + j
+           : j < (hpr + kvr) * d ? nq * d + kv0 * d + (j - hpr * d)
+                                 : (nq + nkv) * d + kv0 * d + (j - (hpr + kvr) * d);
+  };
+  w.w_qkv = Slice(name("w_qkv"), {h, local}, dt, seed, -0.02f, 0.02f,
+                  [&](int64_t row, int64_t j) { return row * fused + fused_col(j); });
+  if (m.qkv_bias()) {
+    w.b_qkv = Slice(name("b_qkv"), {1, local}, dt, seed, -0.5f, 0.5f, [&](int64_t, int64_t j) { return fused_col(j); });
+  }
   w.w_o = Slice(name("w_o"), {hpr * d, h}, dt, seed, -0.02f, 0.02f,
                 [&](int64_t r, int64_t c) { return q0 * d * h + r * h + c; });
   if (spec.attention_only()) return w;
@@ -122,6 +127,7 @@ kernels::QkvParams RankQkvParams(const PlanRun& run, int layer, const TensorView
   kernels::QkvParams qkv;
   qkv.input = input;
   qkv.fused_qkv_weights = run.shared.layers[static_cast<size_t>(layer)].w_qkv;
+  qkv.bias = run.shared.layers[static_cast<size_t>(layer)].b_qkv;  // invalid: no bias
   qkv.output_layout = kernels::QkvOutputLayout::kNBSd;
   qkv.fused_norm_type = ModelNorm(m);
   qkv.gamma_norm_weights = run.shared.layers[static_cast<size_t>(layer)].gamma;

@@ -36,6 +36,7 @@ namespace nkisim::launcher {
 // columns and down rows of I / tp; absent with attention_only).
 struct LayerWeights {
   TensorView gamma, w_qkv, w_o;
+  TensorView b_qkv;  // model.qkv_bias: [1, local QKV columns], the rank's heads' biases; else invalid
   TensorView mlp_gamma, w_gate, w_up, w_down;
   int64_t bytes() const;
 };

@@ -35,7 +35,8 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--plan", o->plans,
                   "a plan tp=N[,attention_dp=G][,lnc=L][,replicas=R][,moe_ep=E][,moe_tp=T] (repeatable, side by side)");
   cmd->add_option("--router-skew", o->router_skew,
-                  "MoE models: the router's expert loads, uniform or zipf:S (hot experts first)")
+                  "MoE models: the router's expert loads: uniform, zipf:S (hot experts first) or counts:FILE "
+                  "(one count per expert of a routed sample, optionally after 'tokens: N'; scaled to each step)")
       ->capture_default_str();
   cmd->add_option("--instances", o->request.instances, "instances the plans may span")->capture_default_str();
   cmd->add_option("--batch", o->request.batch, "requests decoded together (B)")->required();
@@ -59,7 +60,8 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
     if (!o->json.empty()) CheckWritable(o->json, "--json");
     o->request.trace_path = o->common.trace_path;
     o->request.model = LoadHfConfig(o->model);
-    o->request.skew = ParseRouterSkew(o->router_skew, "--router-skew");
+    o->request.skew_text = StrCat("--router-skew ", o->router_skew);
+    o->request.skew = ParseRouterSkew(o->router_skew, "--router-skew", &o->request.skew_sample_tokens);
     o->request.profile_path = o->common.profile_path;
     if (o->tp != 0 || o->plans.empty()) {
       PredictPlan p{"", o->tp, o->attention_dp, o->lnc, o->replicas, o->moe_ep, o->moe_tp};

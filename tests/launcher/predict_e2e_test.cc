@@ -260,8 +260,8 @@ TEST(PredictE2eTest, BadInputsAreRefusedWithFieldValueAndRule) {
        "moe_experts: 8: unknown key"},
       {"kvdiv", [] { return Edited("kvdiv", [](json& c) { c["num_key_value_heads"] = 3; }); }, kOk,
        "num_key_value_heads: 3: must divide num_attention_heads (8)"},
-      {"headdim", [] { return Edited("headdim", [](json& c) { c["head_dim"] = 256; }); }, kOk,
-       "head_dim: 256: must be <= 128"},
+      {"headdim", [] { return Edited("headdim", [](json& c) { c["head_dim"] = 192; }); }, kOk,
+       "head_dim: 192: must be <= 128 (one head on the partitions) or 256"},
       {"act", [] { return Edited("act", [](json& c) { c["hidden_act"] = "gelu_new"; }); }, kOk,
        "hidden_act: \"gelu_new\": must be"},
       {"dtype", [] { return Edited("dtype", [](json& c) { c["torch_dtype"] = "float32"; }); }, kOk,
@@ -495,6 +495,11 @@ TEST(PredictE2eTest, BadMoeInputsAreRefusedAndNothingIsWritten) {
     return WriteConfig(std::string(name) + ".json", c.dump());
   };
   const char* ok = "--tp 8 --batch 1 --input-tokens 64 --output-tokens 4";
+  auto zeros = [](int n) {
+    std::string z;
+    for (int i = 0; i < n; ++i) z += " 0";
+    return z;
+  };
   const std::tuple<const char*, std::string, std::string, const char*> cases[] = {
       {"topk", edited("moe_topk", [](json& c) { c["num_experts_per_tok"] = 129; }), ok,
        "num_experts_per_tok: 129: must be <= the experts (128)"},
@@ -508,7 +513,11 @@ TEST(PredictE2eTest, BadMoeInputsAreRefusedAndNothingIsWritten) {
        "moe_ep: 6: must divide the experts (num_experts 128)"},
       {"product", qwen, "--plan tp=8,moe_ep=2,moe_tp=2 --batch 1 --input-tokens 64 --output-tokens 4",
        "moe_ep x moe_tp: 2 x 2 = 4: must equal tp (8)"},
-      {"skew", qwen, std::string(ok) + " --router-skew zipf:x", "--router-skew: 'zipf:x': must be uniform or zipf:S"},
+      {"skew", qwen, std::string(ok) + " --router-skew zipf:x", "--router-skew: 'zipf:x': must be uniform, zipf:S with S in [0, 16], or counts:FILE"},
+      {"counts_n", qwen, std::string(ok) + " --router-skew counts:" + WriteConfig("moe_counts_n.txt", "1 1 1 1"),
+       ": 4 counts: the rule is one per expert (num_experts 128)"},
+      {"counts_sum", qwen, std::string(ok) + " --router-skew counts:" + WriteConfig("moe_counts_sum.txt", "tokens: 2\n3 4 5" + zeros(125)),
+       "the counts sum to 12: the rule is tokens x num_experts_per_tok = 2 x 8 = 16"},
       {"dense", Model("Qwen3-32B.config.json"), "--plan tp=8,moe_ep=8 --batch 1 --input-tokens 64 --output-tokens 4",
        "moe_ep / moe_tp: given for Qwen3ForCausalLM, a dense model"},
   };

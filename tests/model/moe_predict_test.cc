@@ -213,6 +213,128 @@ TEST(MoePredictTest, ZipfSkewSlowsTheTtftByTheMoeBlocksExtraTime) {
             uniform.moe_prefill.rank_rows[uniform.moe_prefill.busiest]);
 }
 
+std::string WriteCounts(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "moe_counts_" + name + ".txt";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string Repeat(const std::string& item, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += item + " ";
+  return out;
+}
+
+// --router-skew counts:FILE: the file's grammar, and each rule the counts break for the model.
+TEST(MoePredictTest, CountsFilesAreReadAndCheckedByRule) {
+  int64_t tokens = -1;
+  const moe::RouterSkew s = ParseRouterSkew(
+      "counts:" + WriteCounts("ok", "# a sample\ntokens: 3  # three tokens\n3 2\n1 0 # tail\n"), "--router-skew", &tokens);
+  EXPECT_EQ(s.kind, moe::RouterSkew::Kind::kCounts);
+  EXPECT_EQ(s.counts, (std::vector<int64_t>{3, 2, 1, 0}));
+  EXPECT_EQ(tokens, 3);
+  ParseRouterSkew("counts:" + WriteCounts("nohdr", "1 1"), "--router-skew", &tokens);
+  EXPECT_EQ(tokens, 0);
+  auto error = [](const std::string& text) {
+    try {
+      ParseRouterSkew("counts:" + WriteCounts("bad", text), "--router-skew");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("1 2\n3 x\n"), HasSubstr("line 2: count 'x' (expert 3): must be an integer in [0, 1e9]"));
+  EXPECT_THAT(error("1 -2"), HasSubstr("count '-2' (expert 1)"));
+  EXPECT_THAT(error("1 2\ntokens: 4"), HasSubstr("tokens: '4': must be one integer in [1, 1e9], before the counts"));
+  EXPECT_THAT(error("# nothing\n"), HasSubstr("no counts"));
+  EXPECT_THAT(error("tokens: 0\n1"), HasSubstr("tokens: '0'"));
+
+  MoeShape shape;
+  shape.experts = 4;
+  shape.top_k = 2;
+  auto problems = [&](std::vector<int64_t> counts, int64_t sample) {
+    moe::RouterSkew k;
+    k.kind = moe::RouterSkew::Kind::kCounts;
+    k.counts = std::move(counts);
+    const std::vector<std::string> p = RouterSkewProblems(k, sample, shape, "--router-skew counts:f");
+    return p.empty() ? std::string() : p.front();
+  };
+  EXPECT_EQ(problems({3, 2, 1, 0}, 3), "");
+  EXPECT_EQ(problems({3, 2, 1, 0}, 0), "");
+  EXPECT_EQ(problems({3, 2, 1}, 3), "--router-skew counts:f: 3 counts: the rule is one per expert (num_experts 4)");
+  EXPECT_EQ(problems({3, 2, 1, 1}, 3),
+            "--router-skew counts:f: the counts sum to 7: the rule is tokens x num_experts_per_tok = 3 x 2 = 6");
+  EXPECT_THAT(problems({3, 2, 1, 1}, 0), HasSubstr("the counts sum to 7: the rule is the sample's tokens x "
+                                                   "num_experts_per_tok: a positive multiple of 2"));
+  EXPECT_THAT(problems({0, 0, 0, 0}, 0), HasSubstr("the counts sum to 0"));
+  EXPECT_EQ(problems({4, 2, 0, 0}, 0), "--router-skew counts:f: count of expert 0: 4: must be <= the sample's tokens "
+                                       "(3): a token picks an expert at most once");
+  moe::RouterSkew zipf = Zipf(1.2);
+  EXPECT_TRUE(RouterSkewProblems(zipf, 0, shape, "x").empty());
+}
+
+// A sample's counts carried to a step: exact at the sample's tokens, proportional elsewhere with
+// the largest remainders rounding up (values worked by hand), always tokens x k rows, none above
+// the step's tokens.
+TEST(MoePredictTest, CountsAreScaledToEachStep) {
+  const std::vector<int64_t> c = {20, 10, 6, 4, 0, 0, 0, 0};  // 20 tokens x top 2
+  EXPECT_EQ(CountsForStep(c, 20, 2), c);
+  EXPECT_EQ(CountsForStep(c, 40, 2), (std::vector<int64_t>{40, 20, 12, 8, 0, 0, 0, 0}));
+  // 5 tokens: ideal 5, 2.5, 1.5, 1 -> floors 5 2 1 1 (9), the tied 0.5 remainders: expert 1 first.
+  EXPECT_EQ(CountsForStep(c, 5, 2), (std::vector<int64_t>{5, 3, 1, 1, 0, 0, 0, 0}));
+  // 3 tokens: ideal 3, 1.5, 0.9, 0.6 -> 3 1 0 0 (4); remainders 0.9 and 0.6 round up.
+  EXPECT_EQ(CountsForStep(c, 3, 2), (std::vector<int64_t>{3, 1, 1, 1, 0, 0, 0, 0}));
+  for (int64_t t : {1, 2, 7, 33, 1000}) {
+    const std::vector<int64_t> s = CountsForStep(c, t, 2);
+    EXPECT_EQ(std::accumulate(s.begin(), s.end(), int64_t{0}), 2 * t) << t;
+    for (int64_t n : s) EXPECT_LE(n, t) << t;
+  }
+}
+
+// Predict with a counts file: every choice on EP slot 0's experts puts all the step's rows on
+// rank 0 at every step size, and at the sample's own size the ranks receive exactly the file's
+// per-slot sums.
+TEST(MoePredictTest, CountsSkewPutsTheRowsWhereTheFileSays) {
+  PredictRequest r = Request("Qwen3-30B-A3B.config.json", {Plan("tp=8,moe_ep=8,moe_tp=1")});
+  // Batch 4 x top 8 = 32 choices a decode step: experts 0..7 (slot 0: experts 0..15) 4 each.
+  r.skew = ParseRouterSkew("counts:" + WriteCounts("hot", "tokens: 4\n" + Repeat("4", 8) + Repeat("0", 120)),
+                           "--router-skew", &r.skew_sample_tokens);
+  const PlanPrediction hot = Predict(r).front();
+  EXPECT_EQ(hot.moe_decode.busiest, 0);
+  EXPECT_EQ(hot.moe_decode.rank_rows[0], 32);
+  const int64_t chunk_rows = int64_t{r.batch} * hot.prefill_chunk_tokens * 8;
+  EXPECT_EQ(hot.moe_prefill.rank_rows[0], chunk_rows);
+  for (size_t j = 1; j < 8; ++j) EXPECT_EQ(hot.moe_prefill.rank_rows[j], 0) << j;
+
+  // A spread sample of 4 tokens: expert e takes the counts below; slot j's rows are the sum of
+  // its 16 experts' counts.
+  std::vector<int64_t> counts(128, 0);
+  for (int e = 0; e < 32; ++e) counts[static_cast<size_t>(e * 4 + (e % 3))] = 1;  // 32 choices
+  std::string text;
+  for (int64_t n : counts) text += std::to_string(n) + " ";
+  r.skew = ParseRouterSkew("counts:" + WriteCounts("spread", text), "--router-skew", &r.skew_sample_tokens);
+  EXPECT_EQ(r.skew_sample_tokens, 0);
+  const PlanPrediction spread = Predict(r).front();
+  for (int j = 0; j < 8; ++j) {
+    int64_t slot = 0;
+    for (int e = 16 * j; e < 16 * (j + 1); ++e) slot += counts[static_cast<size_t>(e)];
+    EXPECT_EQ(spread.moe_decode.rank_rows[static_cast<size_t>(j)], slot) << j;
+  }
+  EXPECT_LT(spread.moe_decode.rank_rows[spread.moe_decode.busiest], 32);
+
+  // The file's rules go through Predict: 64 counts for 128 experts.
+  r.skew = ParseRouterSkew("counts:" + WriteCounts("short", Repeat("1", 64)), "--router-skew", &r.skew_sample_tokens);
+  r.skew_text = "--router-skew counts:short";
+  try {
+    Predict(r);
+    ADD_FAILURE() << "64 counts for 128 experts accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadConfig);
+    EXPECT_THAT(e.what(), HasSubstr("--router-skew counts:short: 64 counts: the rule is one per expert (num_experts 128)"));
+  }
+}
+
 TEST(MoePredictTest, ConfigsThatDisagreeOrAreAbsurdAreRefusedByField) {
   auto problems = [](const std::string& json) {
     try {
