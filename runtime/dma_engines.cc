@@ -160,7 +160,7 @@ DmaTiming DmaEngines::Schedule(const DmaRequest& r) {
 void RecordDmaTransfer(Timeline& clock, const HardwareProfile& p, const char* name,
                        const DmaRequest& r, const DmaTiming& t, int64_t bytes,
                        std::string_view shapes) {
-  const bool keep = clock.keeps_records();
+  const bool keep = clock.keeps_shares();
   char label[40] = "";
   const int engines = std::min<int>(static_cast<int>(p.dma_engines()), kMaxDmaEngines);
   for (int e = 0; e < engines; ++e) {

@@ -169,7 +169,7 @@ void LogicalCore::SendRecv(NeuronCore& self, const Tile& send, const Tile& recv)
                                    row, false, true);
   const DmaTiming timing = self.dma().Schedule(request);
   RecordDmaTransfer(clock, self.profile(), "sendrecv", request, timing, bytes,
-                    clock.keeps_records() ? StrCat(ShapeString(recv.shape()), DTypeName(recv.dtype()),
+                    clock.keeps(DmaQueue(request.queue)) ? StrCat(ShapeString(recv.shape()), DTypeName(recv.dtype()),
                                                    " core ", me, "<->", peer)
                                           : std::string());
   const double end = timing.done_ns;

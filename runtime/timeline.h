@@ -112,6 +112,8 @@ class Timeline {
   bool keeps(Engine e) const {
     return keep_ == Keep::kAll || (keep_ == Keep::kCollectives && e == Engine::kCollective);
   }
+  // True when a RecordShare is kept (callers skip formatting its label otherwise).
+  bool keeps_shares() const { return keep_ == Keep::kAll && keep_shares_; }
   // Every kept record since the start.
   const std::vector<InstructionRecord>& records() const { return records_; }
   // Every kept DMA engine share since the start (RecordShare), in the order recorded.
