@@ -179,7 +179,7 @@ ScheduleCost PlaySchedule(const Schedule& schedule, const GroupPlacement& g, dou
         slow_rest = by_link ? 0 : move_ns;
         detail.latency_ns = p.step_latency_ns + fixed;
         detail.move_ns = move_ns;
-        detail.link_bytes = link_bytes > 0 ? link_bytes : 0;
+        detail.link_bytes = 0;  // the busiest link on the route (torus or EFA), for --steps
         for (int link : r.links) detail.link_bytes = std::max(detail.link_bytes, load[link]);
         detail.dma_bytes = std::max(out[t.srcs[0]], in[t.dst]);
         bound = move_ns == 0 ? "latency"
