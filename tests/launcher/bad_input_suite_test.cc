@@ -338,6 +338,7 @@ std::vector<Case> Cases() {
   add("collective flags", "coll_ranks_over_limit", "collective all_gather --model-only --ranks 20000", {}, 11, "--ranks 20000 must be in [1, 16384]");
   add("collective flags", "coll_ranks_huge", "collective all_gather --model-only --ranks 99999999999", {}, 2, "--ranks = 99999999999");
   add("collective flags", "coll_ranks_without_model_only", "collective all_gather --ranks 64", {}, 11, "--ranks 64 applies to --model-only only");
+  add("collective flags", "coll_steps_without_model_only", "collective all_reduce --steps", {}, 11, "--steps applies to --model-only only");
   add("collective flags", "coll_ranks_missing", "collective all_gather --model-only", {}, 11, "--ranks 0 must be in [1, 16384]");
   add("collective flags", "coll_dtype_unknown", coll + "-d fp64", {}, 11, "unknown name 'fp64'");
   add("collective flags", "coll_reduction_unknown", coll + "--reduction foo", {}, 2, "--reduction: foo not in");

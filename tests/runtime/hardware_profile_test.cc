@@ -104,6 +104,8 @@ TEST(HardwareProfileTest, ZeroNanAndInconsistentTopologyAndCollectiveFieldsAreRe
       {"collective_dma_gbps_per_rank: 110",
        "field 'collective_dma_gbps_per_rank' was removed with the fitted collective DMA rate; use the DMA engines"},
       {"collective_in_graph_fixed_ns: 969", "use collective_barrier_ns + dma_latency_ns"},
+      {"collective_barrier_ns: nan", "'collective_barrier_ns' is nan"},
+      {"collective_barrier_ns: -1", "'collective_barrier_ns' is -1; it must be in [0, 1e12]"},
       {"collective_step_latency_ns: -1", "'collective_step_latency_ns' is -1; it must be in [0, 1e12]"},
       {"torus_x: 2", "torus_x x torus_y (2 x 4) must equal chips_per_instance (16)"},
       {"mesh_max_bytes_per_rank: 1000000000", "mesh_max_bytes_per_rank (1000000000) must not exceed"},
