@@ -74,6 +74,30 @@ namespace {
 
 // Problems of the request that the layer scenarios do not see (the layers' own rules come from
 // ResolveScenario, named by plan).
+void BucketProblems(const PredictRequest& r, std::vector<std::string>& p) {
+  for (const auto& [field, buckets] : {std::pair<const char*, const std::vector<int>&>{
+                                           "--context-encoding-buckets", r.context_encoding_buckets},
+                                       {"--token-generation-buckets", r.token_generation_buckets}}) {
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      if (buckets[i] < 1 || (i > 0 && buckets[i] <= buckets[i - 1])) {
+        p.push_back(StrCat(field, ": ", buckets[i], ": must be >= 1 and strictly ascending"));
+      }
+    }
+  }
+  const std::vector<int>& cte = r.context_encoding_buckets;
+  if (!cte.empty() && r.input_tokens > cte.back()) {
+    p.push_back(StrCat("--input-tokens: ", r.input_tokens, ": longer than the largest --context-encoding-buckets ",
+                       "bucket (", cte.back(), "): no compiled context encoding holds the prompt"));
+  }
+  const std::vector<int>& tkg = r.token_generation_buckets;
+  const int64_t last_kv = int64_t{r.input_tokens} + r.output_tokens - 1;
+  if (!tkg.empty() && last_kv > tkg.back()) {
+    p.push_back(StrCat("--input-tokens + --output-tokens - 1: ", last_kv,
+                       ": the last step's KV length exceeds the largest --token-generation-buckets bucket (",
+                       tkg.back(), "): no compiled token generation holds it"));
+  }
+}
+
 std::vector<std::string> RequestProblems(const PredictRequest& r) {
   std::vector<std::string> p;
   if (r.plans.empty()) p.push_back("--tp / --plan: none given: at least one plan is needed");
@@ -85,6 +109,7 @@ std::vector<std::string> RequestProblems(const PredictRequest& r) {
   if (r.max_prefill_chunk < 1) {
     p.push_back(StrCat("--max-prefill-chunk: ", r.max_prefill_chunk, ": must be >= 1"));
   }
+  BucketProblems(r, p);
   const int64_t context = int64_t{r.input_tokens} + r.output_tokens;
   if (r.model.max_positions > 0 && context > r.model.max_positions) {
     p.push_back(StrCat("--input-tokens + --output-tokens: ", context, ": must be <= the model's ",
@@ -128,9 +153,10 @@ Chunks PrefillChunks(const PredictRequest& r) {
   // The chunk's B x C rows within the o_proj CTE's limit too.
   const int64_t max_s = std::min<int64_t>({r.max_prefill_chunk, kernels::AttentionCteMaxSeqLen(hw, DType::kBFloat16),
                                            kMaxPrefillRows / std::max(1, r.batch)});
+  const int s = PaddedToBucket(r.context_encoding_buckets, r.input_tokens);
   Chunks c;
-  c.count = static_cast<int>((r.input_tokens + max_s - 1) / max_s);
-  c.tokens = (r.input_tokens + c.count - 1) / c.count;
+  c.count = static_cast<int>((s + max_s - 1) / max_s);
+  c.tokens = (s + c.count - 1) / c.count;
   return c;
 }
 
@@ -167,7 +193,7 @@ PlanScenarios ResolvePlan(const PredictRequest& r, const PredictPlan& plan) {
   // The first sampled length with two layers (first and steady layer), the others with one: the
   // steady layer's saving is the QKV's overlap with the residual before it, neither of which
   // reads the cache, so it is the same at every KV length.
-  std::vector<int> lengths = DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples);
+  std::vector<int> lengths = DecodeLengths(r);
   const int w = r.model.sliding_window;
   if (r.model.sliding_layers > 0 && w < lengths.back() && std::find(lengths.begin(), lengths.end(), w) == lengths.end()) {
     lengths.push_back(w);  // the sliding layers' KV length once the cache passes the window
@@ -254,6 +280,7 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
   const LayerTimes prefill = Layers(RunTimingJob(s.prefill, trace).scenarios(0));
   out.prefill_chunks = s.chunks.count;
   out.prefill_chunk_tokens = s.chunks.tokens;
+  out.prefill_tokens = PaddedToBucket(r.context_encoding_buckets, r.input_tokens);
   const int k = s.chunks.count, L = r.model.layers;
   out.prefill_stack_ns = PrefillStackNs(prefill, s.chunks, r.model);
   out.prefill_phases = prefill.phases;
@@ -295,8 +322,10 @@ void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPredicti
     for (auto& sample : out.samples) sample.second += r.model.layers * out.moe_decode.total_ns();
     for (const MoePhaseCost& c : out.moe_decode.phases) out.decode_phases.push_back({c.phase, c.ns / 1000.0});
   }
-  out.decode_stack_mean_ns =
-      MeanInterpolated(out.samples, r.input_tokens, r.output_tokens) + saving_ns / r.output_tokens;
+  const double mean_ns = r.token_generation_buckets.empty()
+                            ? MeanInterpolated(out.samples, r.input_tokens, r.output_tokens)
+                            : MeanBucketed(out.samples, r.token_generation_buckets, r.input_tokens, r.output_tokens);
+  out.decode_stack_mean_ns = mean_ns + saving_ns / r.output_tokens;
 }
 
 void PredictTimes(const PredictRequest& r, const PlanScenarios& s, PlanPrediction& out) {
@@ -487,6 +516,35 @@ std::vector<int> DecodeSampleLengths(int input_tokens, int output_tokens, int sa
     if (out.empty() || kv != out.back()) out.push_back(kv);
   }
   return out;
+}
+
+int PaddedToBucket(const std::vector<int>& buckets, int n) {
+  const auto it = std::lower_bound(buckets.begin(), buckets.end(), n);
+  return it == buckets.end() ? n : *it;
+}
+
+std::vector<int> DecodeLengths(const PredictRequest& r) {
+  const std::vector<int>& tkg = r.token_generation_buckets;
+  if (tkg.empty()) return DecodeSampleLengths(r.input_tokens, r.output_tokens, r.decode_samples);
+  std::vector<int> out;
+  const int last = r.input_tokens + r.output_tokens - 1;
+  for (auto it = std::lower_bound(tkg.begin(), tkg.end(), r.input_tokens); it != tkg.end(); ++it) {
+    out.push_back(*it);
+    if (*it >= last) break;
+  }
+  return out;
+}
+
+double MeanBucketed(const std::vector<std::pair<int, double>>& samples, const std::vector<int>& buckets,
+                    int input_tokens, int output_tokens) {
+  double sum = 0;
+  for (int i = 0; i < output_tokens; ++i) {
+    const int bucket = PaddedToBucket(buckets, input_tokens + i);
+    const auto it = std::find_if(samples.begin(), samples.end(), [&](const auto& s) { return s.first == bucket; });
+    if (it == samples.end()) Raise(ErrorCode::kInternal, StrCat("predict: no decode sample at bucket ", bucket));
+    sum += it->second;
+  }
+  return sum / output_tokens;
 }
 
 double InterpolatedAt(const std::vector<std::pair<int, double>>& samples, int kv) {

@@ -63,6 +63,14 @@ struct PredictRequest {
   // The longest prefill chunk simulated (also capped by the attention CTE's limit): the host
   // time of a 64-rank prefill grows with S, and the chunking's estimate is tested up to here.
   int max_prefill_chunk = 1024;
+  // The compiled buckets of the deployment (NxD Inference's context_encoding_buckets and
+  // token_generation_buckets), ascending; empty: none (the prompt and the KV run unpadded). Given,
+  // the prompt is prefilled padded to the smallest context bucket >= S (the compiled graph runs
+  // every padded row), and each decode step at KV k runs the smallest generation bucket >= k
+  // (its attention reads the bucket's KV), so the decode is simulated once per bucket the N
+  // steps cross and --decode-samples is not used.
+  std::vector<int> context_encoding_buckets;
+  std::vector<int> token_generation_buckets;
   // --trace: the Chrome/Perfetto traces of each plan's simulated jobs, the decode layers at KV S
   // and the prefill chunk's layer (TracePaths); "" none.
   std::string trace_path;
@@ -73,6 +81,10 @@ struct PredictRequest {
   int64_t skew_sample_tokens = 0;
   std::string skew_text = "--router-skew";
 };
+
+// The smallest bucket >= n of ascending `buckets`; n itself when `buckets` is empty.
+// REQUIRES: n <= buckets.back() (RequestProblems refuses a longer prompt or context).
+int PaddedToBucket(const std::vector<int>& buckets, int n);
 
 // The MoE plan of a PredictPlan (moe_ep / moe_tp defaults filled).
 MoePlan MoePlanOf(const PredictPlan& p);
@@ -96,6 +108,7 @@ struct PlanPrediction {
   std::vector<std::pair<int, double>> samples;   // (KV length, the L decode layers in ns)
   double prefill_stack_ns = 0;                   // the L layers of the prefill (all chunks)
   int prefill_chunks = 1, prefill_chunk_tokens = 0;  // S > the attention CTE's limit: k chunks of C
+  int prefill_tokens = 0;                        // S padded to its context bucket (S: no buckets)
   double decode_stack_mean_ns = 0;               // the L decode layers, mean over the N steps
   double lm_head_prefill_ns = 0, lm_head_decode_ns = 0;  // incl. the cross-rank argmax
   double ttft_ms = 0, device_tpot_ms = 0, host_ms_per_step = 0, tpot_ms = 0;
@@ -165,6 +178,14 @@ double InterpolatedAt(const std::vector<std::pair<int, double>>& samples, int kv
 // The mean over KV lengths S .. S+N-1 of the piecewise-linear interpolation of `samples`.
 double MeanInterpolated(const std::vector<std::pair<int, double>>& samples, int input_tokens,
                         int output_tokens);
+// The mean over KV lengths S .. S+N-1 of each step's generation bucket's sample (`samples` holds
+// one per bucket crossed, keyed by the bucket; other keys are ignored).
+// REQUIRES: every bucket of S .. S+N-1 is in `samples`.
+double MeanBucketed(const std::vector<std::pair<int, double>>& samples, const std::vector<int>& buckets,
+                    int input_tokens, int output_tokens);
+// The KV lengths the decode is simulated at: DecodeSampleLengths without generation buckets,
+// else the buckets S .. S+N-1 cross, ascending.
+std::vector<int> DecodeLengths(const PredictRequest& r);
 
 // Checks the request without simulating anything: every problem at once ("predict: N problems:
 // ..."), then each plan's layer scenarios with the rules of `nkisim run` (Error(kBadConfig)).

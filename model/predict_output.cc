@@ -79,15 +79,22 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
   if (!p.simulated) return out + StrCat("  times: not simulated: ", p.error, "\n") + hbm + max_batch + max_context;
   out += StrPrintf("  TTFT %.2f ms: prefill of %d layers %.3f ms + LM head %.3f ms\n", p.ttft_ms, L,
                    p.prefill_stack_ns / 1e6, p.lm_head_prefill_ns / 1e6);
+  if (p.prefill_tokens != r.input_tokens) {
+    out += StrPrintf("    (the prompt's %d tokens padded to the context-encoding bucket of %d: every padded row "
+                     "is computed, as the compiled graph does)\n",
+                     r.input_tokens, p.prefill_tokens);
+  }
   if (p.prefill_chunks > 1) {
     out += StrPrintf("    (in %d chunks of %d tokens, --max-prefill-chunk %d and the attention CTE's limit; "
                      "each chunk's attention over the earlier chunks' keys estimated, not simulated)\n",
                      p.prefill_chunks, p.prefill_chunk_tokens, r.max_prefill_chunk);
   }
-  out += StrPrintf("  TPOT %.3f ms: device %.3f ms (%d layers %.3f ms, mean over KV %d..%d, + LM head "
+  out += StrPrintf("  TPOT %.3f ms: device %.3f ms (%d layers %.3f ms, mean over KV %d..%d%s, + LM head "
                    "%.3f ms) + host %.3f ms/step (profile host_ms_per_step)\n",
                    p.tpot_ms, p.device_tpot_ms, L, p.decode_stack_mean_ns / 1e6, r.input_tokens,
-                   r.input_tokens + r.output_tokens - 1, p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
+                   r.input_tokens + r.output_tokens - 1,
+                   r.token_generation_buckets.empty() ? "" : " each step at its token-generation bucket",
+                   p.lm_head_decode_ns / 1e6, p.host_ms_per_step);
   out += StrPrintf("  %.1f tokens/s per request, %.1f per instance (batch %d%s)\n", p.tokens_per_s,
                    p.tokens_per_s_instance, r.batch,
                    p.plan.replicas > 1 ? StrPrintf(" in each of %d replicas", p.plan.replicas).c_str() : "");
@@ -169,6 +176,7 @@ nlohmann::json PlanJson(const PlanPrediction& p) {
           {"lm_head_decode_ms", p.lm_head_decode_ns / 1e6},
           {"lm_head_prefill_ms", p.lm_head_prefill_ns / 1e6},
           {"prefill_layers_ns", p.prefill_stack_ns},
+          {"prefill_tokens", p.prefill_tokens},
           {"prefill_chunks", p.prefill_chunks},
           {"prefill_chunk_tokens", p.prefill_chunk_tokens},
           {"decode_layers_mean_ns", p.decode_stack_mean_ns},

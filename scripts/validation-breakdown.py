@@ -3,8 +3,15 @@
 two nkisim builds price them (e.g. the one-queue DMA model before, the engine model after), side
 by side, with the per-layer time the published TPOT leaves for the layers.
 
-Usage: /usr/bin/python3 scripts/validation-breakdown.py BEFORE_NKISIM AFTER_NKISIM [BEFORE_HW_DIR]
-(the rows come from scripts/validate-published.sh --rows). BEFORE_HW_DIR holds the hardware
+Usage: /usr/bin/python3 scripts/validation-breakdown.py [--before-unbucketed] BEFORE_NKISIM AFTER_NKISIM
+       [BEFORE_HW_DIR]
+(the rows come from scripts/validate-published.sh --rows). --before-unbucketed: the BEFORE runs
+drop the rows' --context-encoding-buckets / --token-generation-buckets (the same build on both
+sides shows what the deployments' buckets change).
+
+       /usr/bin/python3 scripts/validation-breakdown.py --stages LABEL=NKISIM[,hw=DIR][,unbucketed] ...
+prints one table per row: TTFT, TPOT, the decode and the prefill layer under each build in turn
+(the stages of a change, e.g. before issue 40, the DMA engine model, the collectives, now). BEFORE_HW_DIR holds the hardware
 profiles the BEFORE build reads (a row's --profile configs/hardware/X is taken from there for
 it), e.g. `git show 1de958b:configs/hardware/trn1.textproto > /tmp/hw/trn1.textproto`."""
 import json
@@ -23,6 +30,17 @@ def rows():
     for line in out.splitlines():
         name, model, flags, ttft, tpot, _source = line.split("|")
         yield name, model, flags, float(ttft), float(tpot)
+
+
+def unbucketed(flags):
+    words = shlex.split(flags)
+    out = []
+    for i, w in enumerate(words):
+        if w in ("--context-encoding-buckets", "--token-generation-buckets") or \
+                (i > 0 and words[i - 1] in ("--context-encoding-buckets", "--token-generation-buckets")):
+            continue
+        out.append(w)
+    return " ".join(out)
 
 
 def predict(nkisim, model, flags, hw_dir=None):
@@ -59,13 +77,43 @@ def table(title, key, before, after, extra=None):
         print(extra)
 
 
+def stages(specs):
+    parsed = []
+    for spec in specs:
+        label, _, rest = spec.partition("=")
+        parts = rest.split(",")
+        opts = dict(p.split("=", 1) if "=" in p else (p, True) for p in parts[1:])
+        parsed.append((label, parts[0], opts.get("hw"), "unbucketed" in opts))
+    for name, model, flags, ttft, tpot in rows():
+        n = layers(model)
+        print(f"\n### {name}\n")
+        print("| stage | TTFT (ms) | TPOT (ms) | decode layer (us) | prefill layer, one chunk (us) |")
+        print("|---|---|---|---|---|")
+        for label, nkisim, hw, drop in parsed:
+            p = predict(nkisim, model, unbucketed(flags) if drop else flags, hw)
+            if p is None:
+                print(f"| {label} | not predicted | | | |")
+                continue
+            print(f"| {label} | {p['ttft_ms']:.2f} | {p['tpot_ms']:.2f} | "
+                  f"{p['decode_layers_mean_ns'] / n / 1000.0:.1f} | "
+                  f"{sum(p['prefill_layer_phases_us'].values()):.1f} ({p['prefill_chunk_tokens']} tokens) |")
+        print(f"| published | {ttft:.2f} | {tpot:.2f} | | |")
+
+
 def main():
-    if len(sys.argv) not in (3, 4):
+    args = sys.argv[1:]
+    if args and args[0] == "--stages":
+        stages(args[1:])
+        return
+    drop_buckets = "--before-unbucketed" in args
+    args = [a for a in args if a != "--before-unbucketed"]
+    if len(args) not in (2, 3):
         sys.exit(__doc__)
-    before_bin, after_bin = sys.argv[1], sys.argv[2]
-    before_hw = sys.argv[3] if len(sys.argv) == 4 else None
+    before_bin, after_bin = args[0], args[1]
+    before_hw = args[2] if len(args) == 3 else None
     for name, model, flags, _ttft, tpot in rows():
-        before, after = predict(before_bin, model, flags, before_hw), predict(after_bin, model, flags)
+        before_flags = unbucketed(flags) if drop_buckets else flags
+        before, after = predict(before_bin, model, before_flags, before_hw), predict(after_bin, model, flags)
         print(f"\n### {name}")
         if before is None or after is None:
             print("\nnot predicted by one of the builds")
@@ -77,7 +125,8 @@ def main():
               f"\nThe published TPOT leaves {left:.1f} us a layer (after the host's "
               f"{after['host_ms_per_step']:.3f} ms and the LM head's {after['lm_head_decode_ms']:.3f} ms a "
               f"step, over {n} layers); the model gives {after['decode_layers_mean_ns'] / n / 1000.0:.1f} us.")
-        table("prefill layer (one chunk)", "prefill_layer_phases_us", before, after)
+        table(f"prefill layer (one chunk of {after['prefill_chunk_tokens']} tokens; TTFT {before['ttft_ms']:.2f} -> "
+              f"{after['ttft_ms']:.2f} ms)", "prefill_layer_phases_us", before, after)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "model/predict.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+#include "serving/step_costs.h"
 
 namespace nkisim::launcher {
 
@@ -17,7 +18,7 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   struct Options {
     std::string model, json;
     int tp = 0, attention_dp = 1, lnc = 2, replicas = 1, moe_ep = 0, moe_tp = 0;
-    std::string router_skew = "uniform";
+    std::string router_skew = "uniform", cte_buckets, tkg_buckets;
     std::vector<std::string> plans;
     PredictRequest request;
     CommonOptions common;  // --profile
@@ -48,6 +49,12 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--max-prefill-chunk", o->request.max_prefill_chunk,
                   "longest prefill chunk simulated; a longer prompt is prefilled in chunks")
       ->capture_default_str();
+  cmd->add_option("--context-encoding-buckets", o->cte_buckets,
+                  "compiled prefill buckets, ascending (e.g. 2048,4096,8192,12288): the prompt is prefilled padded "
+                  "to the smallest bucket >= --input-tokens (default: none, unpadded)");
+  cmd->add_option("--token-generation-buckets", o->tkg_buckets,
+                  "compiled decode KV-length buckets, ascending: each step's attention reads its bucket's KV, "
+                  "simulated once per bucket crossed (default: none, the KV unpadded and --decode-samples)");
   cmd->add_flag("--max-batch", o->request.max_batch,
                 "also print each plan's largest batch whose HBM fits at input + output tokens");
   cmd->add_flag("--max-context", o->request.max_context,
@@ -63,6 +70,12 @@ void AddPredictCommand(CLI::App* cmd, int* exit_code) {
     o->request.skew_text = StrCat("--router-skew ", o->router_skew);
     o->request.skew = ParseRouterSkew(o->router_skew, "--router-skew", &o->request.skew_sample_tokens);
     o->request.profile_path = o->common.profile_path;
+    if (!o->cte_buckets.empty()) {
+      o->request.context_encoding_buckets = serving::ParseBuckets(o->cte_buckets, "--context-encoding-buckets");
+    }
+    if (!o->tkg_buckets.empty()) {
+      o->request.token_generation_buckets = serving::ParseBuckets(o->tkg_buckets, "--token-generation-buckets");
+    }
     if (o->tp != 0 || o->plans.empty()) {
       PredictPlan p{"", o->tp, o->attention_dp, o->lnc, o->replicas, o->moe_ep, o->moe_tp};
       p.name = DefaultPlanName(p);
