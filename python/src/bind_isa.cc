@@ -1,13 +1,17 @@
 // The nisa instructions, one binding each, taking the runtime's own operands (Tile, TensorView,
 // enums). Operand rules, results and costs are the C++ instruction's; the nki.isa package
-// (python/nki/isa/__init__.py) maps the NKI 0.6 signatures onto these. The two instructions that
+// (python/nki/isa/__init__.py) maps the NKI 0.6 signatures onto these. The instructions that write
+// HBM go through OrderedHbmWrite (session.h): under LNC 2 the two programs' writes land in
+// simulated-time order (runtime/hbm_write_order.h). The two instructions that
 // wait for the peer core (sendrecv, core_barrier) release the GIL while they wait, so the other
 // program's thread can run.
 #include <pybind11/stl.h>
 
+#include <type_traits>
 #include <variant>
 
 #include "python/src/bindings.h"
+#include "python/src/session.h"
 #include "runtime/nisa/nisa.h"
 #include "runtime/nisa/scan.h"
 #include "runtime/nisa/top8.h"
@@ -57,7 +61,11 @@ void DefDmaCopy(py::module_& m) {
       [](const Dst& dst, const Src& src, int queue) {
         nisa::DmaOptions options;
         options.queue = queue;
-        nisa::dma_copy(dst, src, options);
+        if constexpr (std::is_same_v<Dst, TensorView>) {
+          OrderedHbmWrite(dst, [&] { nisa::dma_copy(dst, src, options); });
+        } else {
+          nisa::dma_copy(dst, src, options);
+        }
       },
       py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
 }
@@ -75,9 +83,20 @@ void BindDma(py::module_& m) {
   DefNoGil(m, "dma_transpose",
            static_cast<void (*)(const Tile&, const Tile&, nisa::DgeMode)>(&nisa::dma_transpose),
            py::arg("dst"), py::arg("src"), py::arg("mode") = nisa::DgeMode::kAuto);
-  DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
-  DefNoGil(m, "dma_compute", &nisa::dma_compute, py::arg("dst"), py::arg("srcs"),
-           py::arg("scales"));
+  DefNoGil(m, "dma_scatter_add", [](const TensorView& dst, const Tile& indices, const Tile& src) {
+    OrderedHbmWrite(dst, [&] { nisa::dma_scatter_add(dst, indices, src); });
+  });
+  DefNoGil(
+      m, "dma_compute",
+      [](const nisa::DmaOperand& dst, const std::vector<nisa::DmaOperand>& srcs,
+         const std::vector<float>& scales) {
+        if (const TensorView* hbm = std::get_if<TensorView>(&dst)) {
+          OrderedHbmWrite(*hbm, [&] { nisa::dma_compute(dst, srcs, scales); });
+        } else {
+          nisa::dma_compute(dst, srcs, scales);
+        }
+      },
+      py::arg("dst"), py::arg("srcs"), py::arg("scales"));
   // dma_copy with an indirect HBM side (runtime/nisa/dma_indirect.h): in = HBM rows -> tile.
   DefNoGil(
       m, "dma_copy_indirect_in",
@@ -92,8 +111,10 @@ void BindDma(py::module_& m) {
       m, "dma_copy_indirect_out",
       [](const TensorView& rows, const Tile& index, int64_t index_stride, bool skip_out_of_bounds,
          const Tile& src) {
-        nisa::dma_copy_indirect(nisa::IndirectRows{rows, index, index_stride, skip_out_of_bounds},
-                                src);
+        OrderedHbmWrite(rows, [&] {
+          nisa::dma_copy_indirect(
+              nisa::IndirectRows{rows, index, index_stride, skip_out_of_bounds}, src);
+        });
       },
       py::arg("rows"), py::arg("index"), py::arg("index_stride"),
       py::arg("skip_out_of_bounds"), py::arg("src"));

@@ -74,6 +74,7 @@ HardwareProfile ResolveProfile(const std::string& spec) {
 
 KernelRun::KernelRun(int lnc, const HardwareProfile& profile, std::string name)
     : lnc_(std::make_unique<LogicalCore>(lnc, profile)), name_(std::move(name)) {
+  if (lnc_->lnc() == 2) hbm_order_ = std::make_unique<HbmWriteOrder>();
   LiveRuns().insert(this);
 }
 
@@ -123,6 +124,15 @@ void KernelRun::RunNative(const std::function<void(const KernelContext&)>& kerne
 }
 
 KernelRun* CurrentRun() { return g_current; }
+
+void OrderedHbmWrite(const TensorView& dst, const std::function<void()>& write) {
+  KernelRun* run = CurrentRun();
+  if (run == nullptr || run->hbm_order() == nullptr) {
+    write();
+    return;
+  }
+  run->hbm_order()->Write(dst, CurrentProgramId(), write);
+}
 int CurrentProgramId() { return t_prg_id; }
 int CurrentNumPrograms() { return t_n_prgs; }
 
