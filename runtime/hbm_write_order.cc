@@ -21,16 +21,33 @@ HbmWriteOrder::HbmWriteOrder()
     : landings_{{-std::numeric_limits<double>::infinity(), -1}} {}
 
 void HbmWriteOrder::Write(const TensorView& dst, int prg, const std::function<void()>& write) {
+  WriteOffsets(
+      dst, [&](const std::function<void(int64_t)>& fn) { dst.ForEachOffset(fn); },
+      static_cast<size_t>(dst.numel()), prg, write);
+}
+
+void HbmWriteOrder::Write(const TensorView& base, const std::vector<int64_t>& offsets, int prg,
+                          const std::function<void()>& write) {
+  WriteOffsets(
+      base,
+      [&](const std::function<void(int64_t)>& fn) {
+        for (int64_t offset : offsets) fn(offset);
+      },
+      offsets.size(), prg, write);
+}
+
+void HbmWriteOrder::WriteOffsets(const TensorView& base, const ForEach& each, size_t count,
+                                 int prg, const std::function<void()>& write) {
   if (!Functional()) {  // no values to order
     write();
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  const size_t width = SizeOf(dst.dtype());
-  std::byte* data = dst.buffer().data();
-  std::vector<std::byte> before(static_cast<size_t>(dst.numel()) * width);
+  const size_t width = SizeOf(base.dtype());
+  std::byte* data = base.buffer().data();
+  std::vector<std::byte> before(count * width);
   size_t at = 0;
-  dst.ForEachOffset([&](int64_t offset) {
+  each([&](int64_t offset) {
     std::memcpy(before.data() + at, data + offset * width, width);
     at += width;
   });
@@ -40,15 +57,15 @@ void HbmWriteOrder::Write(const TensorView& dst, int prg, const std::function<vo
   const double ns = HbmBuffer::LastMarkedOnThread();
   if (std::isnan(ns)) return;  // the instruction wrote no HBM
 
-  Stamps& stamps = stamps_[&dst.buffer()];
+  Stamps& stamps = stamps_[&base.buffer()];
   if (stamps.write.empty()) {
-    stamps.keep = dst;
-    stamps.write.assign(dst.buffer().size_bytes(), 0);
+    stamps.keep = base;
+    stamps.write.assign(base.buffer().size_bytes(), 0);
   }
   landings_.push_back({ns, prg});
   const auto mine = static_cast<uint32_t>(landings_.size() - 1);
   at = 0;
-  dst.ForEachOffset([&](int64_t offset) {
+  each([&](int64_t offset) {
     for (size_t k = 0; k < width; ++k, ++at) {
       const size_t byte = static_cast<size_t>(offset) * width + k;
       uint32_t& stamp = stamps.write[byte];

@@ -13,6 +13,10 @@
 //     wins (the higher program id), whichever thread ran first.
 // So the HBM contents after a launch depend on simulated times only, never on host scheduling.
 //
+// Accumulating writes (a read-modify-write of HBM such as dma_scatter_add, or dma_compute into one
+// of its own sources) are not routed through it: they add onto whatever has landed, and
+// additions commute, so their host order gives the device's sum (up to rounding order).
+//
 // What it does not order: reads. A program reads the bytes that have landed on the host so far;
 // a kernel that reads what the other program writes synchronizes first (core_barrier, sendrecv),
 // as on the device, and then host order and simulated order agree. Timing-only runs move no
@@ -39,6 +43,10 @@ class HbmWriteOrder {
   // serialized (the lock is held across `write`, which must not wait for the other program).
   // An exception from `write` propagates with dst's stamps unchanged.
   void Write(const TensorView& dst, int prg, const std::function<void()>& write);
+  // The same for an instruction that writes only the elements of base's buffer at `offsets`
+  // (in elements of base's dtype, from the buffer's start): a scatter through an index tile.
+  void Write(const TensorView& base, const std::vector<int64_t>& offsets, int prg,
+             const std::function<void()>& write);
 
   // The landing time and program of the write whose value byte `byte` of dst's buffer holds
   // ({-inf, -1} if none through this order); for tests.
@@ -49,6 +57,10 @@ class HbmWriteOrder {
   Landing LandingOf(const TensorView& dst, int64_t byte) const;
 
  private:
+  // each(fn) calls fn(offset) for the `count` element offsets written, twice, in one order.
+  using ForEach = std::function<void(const std::function<void(int64_t)>&)>;
+  void WriteOffsets(const TensorView& base, const ForEach& each, size_t count, int prg,
+                    const std::function<void()>& write);
   struct Stamps {
     TensorView keep;  // holds the buffer, so its address is not reused while stamped
     std::vector<uint32_t> write;  // per byte: index into landings_

@@ -133,6 +133,21 @@ void OrderedHbmWrite(const TensorView& dst, const std::function<void()>& write) 
   }
   run->hbm_order()->Write(dst, CurrentProgramId(), write);
 }
+
+void OrderedHbmWrite(const TensorView& base, const std::vector<int64_t>& offsets,
+                     const std::function<void()>& write) {
+  KernelRun* run = CurrentRun();
+  if (run == nullptr || run->hbm_order() == nullptr) {
+    write();
+    return;
+  }
+  run->hbm_order()->Write(base, offsets, CurrentProgramId(), write);
+}
+
+bool OrderingHbmWrites() {
+  KernelRun* run = CurrentRun();
+  return run != nullptr && run->hbm_order() != nullptr;
+}
 int CurrentProgramId() { return t_prg_id; }
 int CurrentNumPrograms() { return t_n_prgs; }
 

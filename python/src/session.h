@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/hardware_profile.h"
 #include "runtime/hbm_write_order.h"
@@ -70,6 +71,11 @@ KernelRun* CurrentRun();
 // HbmWriteOrder (the device's order of the two programs' writes, not the host threads'); at LNC 1
 // or outside a kernel just runs it.
 void OrderedHbmWrite(const TensorView& dst, const std::function<void()>& write);
+// The same for a scatter that writes only base's elements at `offsets` (HbmWriteOrder::Write).
+void OrderedHbmWrite(const TensorView& base, const std::vector<int64_t>& offsets,
+                     const std::function<void()>& write);
+// True when this thread runs a program of an LNC 2 run (its HBM writes are ordered).
+bool OrderingHbmWrites();
 // The calling thread's program: prg_id and n_prgs; (0, 1) outside a kernel.
 int CurrentProgramId();
 int CurrentNumPrograms();

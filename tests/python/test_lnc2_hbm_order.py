@@ -114,3 +114,58 @@ def test_lnc1_keeps_program_order():
     x = np.ones((128, 64), dtype=np.float32)
     out = equal_time_race(x, 5)  # LNC 1: one program, no ordering object
     np.testing.assert_array_equal(out, x + 10)
+
+
+@nki.jit
+def scatter_halves(x, idx, sleeper):
+    """Each program scatters its half of x's rows to the output rows idx names (a permutation,
+    so the halves land on disjoint rows), with the same instructions, so both scatters end at the
+    same simulated time. Only the rows a scatter writes are its own: the other program's rows of
+    the same output stay as that program wrote them (the moe_cte pattern)."""
+    rows, cols = x.shape
+    half = rows // 2
+    out = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+    me = nl.program_id()
+    t = nl.ndarray((half, cols), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[me * half:(me + 1) * half, :])
+    i = nl.ndarray((half, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx[me * half:(me + 1) * half, :])
+    if me == sleeper:
+        time.sleep(0.3)
+    nisa.dma_copy(dst=out.ap([[cols, half], [1, cols]], offset=0, vector_offset=i, indirect_dim=0),
+                  src=t)
+    return out
+
+
+@pytest.mark.parametrize("sleeper", [0, 1])
+def test_scatters_to_disjoint_rows_at_equal_times_both_land(sleeper):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 96)).astype(np.float32)
+    idx = rng.permutation(128).reshape(128, 1).astype(np.int32)
+    out = scatter_halves[2](x, idx, sleeper)
+    assert _store_end(0) == _store_end(1)
+    golden = np.zeros_like(x)
+    golden[idx[:, 0]] = x
+    np.testing.assert_array_equal(out, golden)
+
+
+@nki.jit
+def both_accumulate(x, sleeper):
+    """Both programs add their tile onto the same shared output with dma_compute (out = out + t),
+    the read-modify-write the NKI library sums partial outputs with: both additions land."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    me = nl.program_id()
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(me + 1))
+    if me == sleeper:
+        time.sleep(0.3)
+    nisa.dma_compute(dst=out, srcs=[out, t], reduce_op=nl.add, scales=[1.0, 1.0])
+    return out
+
+
+@pytest.mark.parametrize("sleeper", [0, 1])
+def test_accumulations_of_both_programs_both_land(sleeper):
+    x = np.arange(128 * 32, dtype=np.float32).reshape(128, 32) / 32
+    out = both_accumulate[2](x, sleeper)
+    np.testing.assert_array_equal(out, x * 1 + x * 2)

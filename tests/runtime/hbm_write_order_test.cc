@@ -80,6 +80,26 @@ TEST(HbmWriteOrderTest, OnlyTheOverlappingElementsAreDecided) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(got2[i], i % 2 == 0 ? 9.0f : (i < 8 ? 5.0f : 6.0f)) << i;
 }
 
+TEST(HbmWriteOrderTest, AScatterOwnsOnlyTheElementsItWrites) {
+  // Program 1 writes rows 0 and 2 of [4, 2]; program 0 writes rows 1 and 3, both at 300 (a tie
+  // program 1 would win). Each scatter names its offsets, so neither undoes the other's rows.
+  HbmWriteOrder order;
+  TensorView out = TensorView::Create({4, 2}, DType::kFloat32, "out");
+  auto scatter = [&](int prg, std::vector<int64_t> offsets, float value) {
+    order.Write(out, offsets, prg, [&] {
+      for (int64_t o : offsets) out.set({o / 2, o % 2}, value);
+      out.buffer().MarkWritten(300);
+    });
+  };
+  scatter(1, {0, 1, 4, 5}, 1.0f);
+  scatter(0, {2, 3, 6, 7}, 2.0f);
+  EXPECT_EQ(Values(out), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2}));
+  // A plain write of the whole tensor by program 0 at 300 loses every element to the tie rule
+  // where program 1 holds it, and keeps its own elsewhere.
+  WriteAt(order, out, 0, 9.0f, 300);
+  EXPECT_EQ(Values(out), (std::vector<float>{1, 1, 9, 9, 1, 1, 9, 9}));
+}
+
 TEST(HbmWriteOrderTest, AProgramsOwnWritesLandInProgramOrder) {
   // Program 0 writes 4 landing at 800, then 5 landing at 200 (an earlier end on another queue):
   // its later write's value wins and lands with the earlier one (800), so program 1's write at
