@@ -95,6 +95,11 @@ void KernelRun::Run(const py::function& body) {
     return;
   }
   std::vector<std::optional<py::error_already_set>> errors(lnc_->lnc());
+  // The write order's stamps (4 bytes a byte written) are not kept with the run's report.
+  struct ReleaseOrder {
+    std::unique_ptr<HbmWriteOrder>& order;
+    ~ReleaseOrder() { order.reset(); }
+  } release_order{hbm_order_};
   try {
     py::gil_scoped_release release;
     lnc_->Launch([&](const KernelContext& ctx) {
@@ -148,6 +153,7 @@ bool OrderingHbmWrites() {
   KernelRun* run = CurrentRun();
   return run != nullptr && run->hbm_order() != nullptr;
 }
+
 int CurrentProgramId() { return t_prg_id; }
 int CurrentNumPrograms() { return t_n_prgs; }
 
