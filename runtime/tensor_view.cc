@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 
 #include "runtime/error.h"
@@ -75,7 +76,17 @@ HbmBuffer::HbmBuffer(size_t bytes, std::string name)
   }
 }
 
+namespace {
+thread_local double t_last_marked_ns = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+double HbmBuffer::LastMarkedOnThread() { return t_last_marked_ns; }
+void HbmBuffer::ClearLastMarkedOnThread() {
+  t_last_marked_ns = std::numeric_limits<double>::quiet_NaN();
+}
+
 void HbmBuffer::MarkWritten(double end_ns) {
+  t_last_marked_ns = end_ns;
   double seen = ready_at_.load(std::memory_order_relaxed);
   while (seen < end_ns && !ready_at_.compare_exchange_weak(seen, end_ns)) {
   }

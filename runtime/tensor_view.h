@@ -48,6 +48,11 @@ class HbmBuffer {
   // Simulated time (ns) at which the last write to this buffer completes.
   double ready_at() const { return ready_at_.load(std::memory_order_relaxed); }
   void MarkWritten(double end_ns);
+  // The end_ns of the last MarkWritten on the calling thread, on any buffer (NaN when none since
+  // ClearLastMarked): runtime/hbm_write_order.h reads it around one instruction to learn when
+  // that instruction's HBM write completes.
+  static double LastMarkedOnThread();
+  static void ClearLastMarkedOnThread();
 
  private:
   struct Free {

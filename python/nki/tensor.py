@@ -100,7 +100,6 @@ _REASONS = {
     "permute": "on-chip tiles have no free-dim permutation in the runtime's Tile views "
                "(HBM tensors permute)",
     "rearrange": "einops-style patterns are not parsed; use reshape / permute",
-    "vector_select": "per-partition indirect DMA addressing is not modelled",
     "indirect": "tensor indirection (NeuronCore-v4) is not modelled",
 }
 
@@ -284,7 +283,10 @@ class NkiTensor(NKIObject):
            dtype=None):
         if self.on_chip:
             if vector_offset is not None:
-                raise _not_here("vector_select")
+                raise _nkisim.NkiValidationError(
+                    f"invalid argument: NkiTensor.ap of {self!r}: vector_offset on an on-chip "
+                    f"tensor; per-partition indirect addressing (vector_offset) addresses HBM "
+                    f"tensors only")
             return self._tile_ap(pattern, offset, scalar_offset, indirect_dim, dtype)
         h = self._h if dtype is None else self._h.bitcast(_dtypes.c_of(dtype))
         base = h.offset + (0 if offset is None else int(offset))
@@ -332,7 +334,34 @@ class NkiTensor(NKIObject):
         raise _not_here("rearrange")
 
     def vector_select(self, dim, vector_offset):
-        raise _not_here("vector_select")
+        """Per-partition indirect addressing of an HBM tensor (NKI 0.6): row p of the result is
+        row vector_offset[p] of dim 0; the result has vector_offset.shape[0] rows and this
+        tensor's other dims, and is an operand of nisa.dma_copy (a gather when it is the source,
+        a scatter when it is the destination; runtime/nisa/dma_indirect.h). The reference's
+        rules, each refused by name: dim 0 only, HBM tensors only, one dynamic select per tensor,
+        not on a broadcast dim (stride 0), vector_offset an SBUF [P, 1] integer tile."""
+        where = f"NkiTensor.vector_select of {self!r}"
+        if self.on_chip:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {where}: the tensor is on chip; vector_select addresses HBM "
+                f"tensors only (per-partition indirect DMA addressing)")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim != 0:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {where}: dim {dim!r}: vector_select selects dim 0 only")
+        h = self._h
+        if h.strides[0] == 0:
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {where}: dim 0 is a broadcast (stride 0); vector_select "
+                f"needs a dim with a stride")
+        if (not isinstance(vector_offset, NkiTensor) or not vector_offset.on_chip
+                or len(vector_offset.shape) != 2 or vector_offset.shape[1] != 1
+                or _nkisim.dtype_is_float(vector_offset.dtype.c)):
+            raise _nkisim.NkiValidationError(
+                f"invalid argument: {where}: vector_offset {vector_offset!r} must be an SBUF "
+                f"tile of one integer index per partition, shape (P, 1)")
+        pattern = [(h.strides[0], vector_offset.shape[0])]
+        pattern += [(st, c) for st, c in zip(h.strides[1:], h.shape[1:])]
+        return _IndirectView.make(self, h, h.offset, pattern, None, vector_offset, 0)
 
     def indirect(self, index, num_elem=None):
         raise _not_here("indirect")
@@ -419,6 +448,11 @@ class _IndirectView(NkiTensor):
 
     def is_indirect(self):
         return True
+
+    def vector_select(self, dim, vector_offset):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: NkiTensor.vector_select of {self!r}: the view is already "
+            f"indirect; one dynamic select per tensor")
 
     def __repr__(self):
         return f"NkiTensor(indirect HBM rows {tuple(self._rows.shape)} of '{self.name}')"

@@ -1,13 +1,17 @@
 // The nisa instructions, one binding each, taking the runtime's own operands (Tile, TensorView,
 // enums). Operand rules, results and costs are the C++ instruction's; the nki.isa package
-// (python/nki/isa/__init__.py) maps the NKI 0.6 signatures onto these. The two instructions that
+// (python/nki/isa/__init__.py) maps the NKI 0.6 signatures onto these. The instructions that write
+// HBM go through OrderedHbmWrite (session.h): under LNC 2 the two programs' writes land in
+// simulated-time order (runtime/hbm_write_order.h). The two instructions that
 // wait for the peer core (sendrecv, core_barrier) release the GIL while they wait, so the other
 // program's thread can run.
 #include <pybind11/stl.h>
 
+#include <type_traits>
 #include <variant>
 
 #include "python/src/bindings.h"
+#include "python/src/session.h"
 #include "runtime/nisa/nisa.h"
 #include "runtime/nisa/scan.h"
 #include "runtime/nisa/top8.h"
@@ -21,6 +25,7 @@
 #include "runtime/nisa/dma_transpose_sbuf.h"
 #include "runtime/nisa/dma_compute.h"
 #include "runtime/nisa/dma_indirect.h"
+#include "runtime/sim_mode.h"
 
 namespace nkisim::python {
 namespace {
@@ -49,6 +54,43 @@ void BindOpEnums(py::module_& m) {
       .value("software", nisa::DgeMode::kSoftware);
 }
 
+// dma_compute into HBM that one of its HBM sources shares the buffer of: a read-modify-write
+// (dst += ...), left in host order as accumulations are (runtime/hbm_write_order.h).
+bool Accumulates(const TensorView& dst, const std::vector<nisa::DmaOperand>& srcs) {
+  for (const nisa::DmaOperand& src : srcs) {
+    const TensorView* hbm = std::get_if<TensorView>(&src);
+    if (hbm != nullptr && hbm->SameBuffer(dst)) return true;
+  }
+  return false;
+}
+
+// The elements (of rows' dtype, from its buffer's start) an indirect HBM write puts values in:
+// row p at rows.offset() + index[p] * index_stride, walked by rows' free dims; rows outside the
+// tensor are left out (the instruction skips or refuses them), as are all when the index tile is
+// not an integer [P, 1] SBUF tile of P partitions (the instruction refuses it).
+std::vector<int64_t> ScatteredOffsets(const nisa::IndirectRows& r) {
+  std::vector<int64_t> offsets;
+  const TensorView& v = r.rows;
+  if (v.rank() < 1 || r.index.partitions() != v.shape()[0] || r.index.free_size() != 1 ||
+      !Functional()) {
+    return offsets;
+  }
+  const Shape row_shape(v.shape().begin() + 1, v.shape().end());
+  const Shape row_strides(v.strides().begin() + 1, v.strides().end());
+  std::vector<int64_t> row;
+  ForEachStridedOffset(row_shape, row_strides, 0, [&](int64_t off) { row.push_back(off); });
+  const auto capacity = static_cast<int64_t>(v.buffer().size_bytes() / SizeOf(v.dtype()));
+  const std::vector<int64_t> first(r.index.free_shape().size(), 0);
+  for (int64_t p = 0; p < r.index.partitions(); ++p) {
+    const int64_t start = v.offset() + static_cast<int64_t>(r.index.get(p, first)) * r.index_stride;
+    bool inside = true;
+    for (int64_t off : row) inside = inside && start + off >= 0 && start + off < capacity;
+    if (!inside) continue;
+    for (int64_t off : row) offsets.push_back(start + off);
+  }
+  return offsets;
+}
+
 // dma_copy for one direction; pybind11 picks the overload by the operands' types.
 template <typename Dst, typename Src>
 void DefDmaCopy(py::module_& m) {
@@ -57,7 +99,11 @@ void DefDmaCopy(py::module_& m) {
       [](const Dst& dst, const Src& src, int queue) {
         nisa::DmaOptions options;
         options.queue = queue;
-        nisa::dma_copy(dst, src, options);
+        if constexpr (std::is_same_v<Dst, TensorView>) {
+          OrderedHbmWrite(dst, [&] { nisa::dma_copy(dst, src, options); });
+        } else {
+          nisa::dma_copy(dst, src, options);
+        }
       },
       py::arg("dst"), py::arg("src"), py::arg("queue") = -1);
 }
@@ -75,9 +121,20 @@ void BindDma(py::module_& m) {
   DefNoGil(m, "dma_transpose",
            static_cast<void (*)(const Tile&, const Tile&, nisa::DgeMode)>(&nisa::dma_transpose),
            py::arg("dst"), py::arg("src"), py::arg("mode") = nisa::DgeMode::kAuto);
+  // Accumulates onto HBM (a read-modify-write): additions commute, so not ordered (hbm_write_order.h).
   DefNoGil(m, "dma_scatter_add", &nisa::dma_scatter_add);
-  DefNoGil(m, "dma_compute", &nisa::dma_compute, py::arg("dst"), py::arg("srcs"),
-           py::arg("scales"));
+  DefNoGil(
+      m, "dma_compute",
+      [](const nisa::DmaOperand& dst, const std::vector<nisa::DmaOperand>& srcs,
+         const std::vector<float>& scales) {
+        const TensorView* hbm = std::get_if<TensorView>(&dst);
+        if (hbm != nullptr && !Accumulates(*hbm, srcs)) {
+          OrderedHbmWrite(*hbm, [&] { nisa::dma_compute(dst, srcs, scales); });
+        } else {
+          nisa::dma_compute(dst, srcs, scales);
+        }
+      },
+      py::arg("dst"), py::arg("srcs"), py::arg("scales"));
   // dma_copy with an indirect HBM side (runtime/nisa/dma_indirect.h): in = HBM rows -> tile.
   DefNoGil(
       m, "dma_copy_indirect_in",
@@ -92,8 +149,9 @@ void BindDma(py::module_& m) {
       m, "dma_copy_indirect_out",
       [](const TensorView& rows, const Tile& index, int64_t index_stride, bool skip_out_of_bounds,
          const Tile& src) {
-        nisa::dma_copy_indirect(nisa::IndirectRows{rows, index, index_stride, skip_out_of_bounds},
-                                src);
+        const nisa::IndirectRows dst{rows, index, index_stride, skip_out_of_bounds};
+        if (!OrderingHbmWrites()) return nisa::dma_copy_indirect(dst, src);
+        OrderedHbmWrite(rows, ScatteredOffsets(dst), [&] { nisa::dma_copy_indirect(dst, src); });
       },
       py::arg("rows"), py::arg("index"), py::arg("index_stride"),
       py::arg("skip_out_of_bounds"), py::arg("src"));

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "python/src/bindings.h"
+#include "python/src/session.h"
 #include "runtime/language/nl.h"
 
 namespace nkisim::python {
@@ -78,7 +79,9 @@ void BindMemoryOps(py::module_& m) {
   DefNoGil(m, "matmul", &nl::matmul);
   DefNoGil(m, "transpose", &nl::transpose);
   DefNoGil(m, "load", &nl::load);
-  DefNoGil(m, "store", &nl::store);
+  DefNoGil(m, "store", [](const TensorView& dst, const Tile& value) {
+    OrderedHbmWrite(dst, [&] { nl::store(dst, value); });  // LNC 2: simulated-time order
+  });
   DefNoGil(m, "copy", &nl::copy);
   DefNoGil(m, "load_transpose2d",
            [](const TensorView& src, OptDType dtype) { return nl::load_transpose2d(src, dtype); });

@@ -74,6 +74,7 @@ HardwareProfile ResolveProfile(const std::string& spec) {
 
 KernelRun::KernelRun(int lnc, const HardwareProfile& profile, std::string name)
     : lnc_(std::make_unique<LogicalCore>(lnc, profile)), name_(std::move(name)) {
+  if (lnc_->lnc() == 2) hbm_order_ = std::make_unique<HbmWriteOrder>();
   LiveRuns().insert(this);
 }
 
@@ -94,6 +95,11 @@ void KernelRun::Run(const py::function& body) {
     return;
   }
   std::vector<std::optional<py::error_already_set>> errors(lnc_->lnc());
+  // The write order's stamps (4 bytes a byte written) are not kept with the run's report.
+  struct ReleaseOrder {
+    std::unique_ptr<HbmWriteOrder>& order;
+    ~ReleaseOrder() { order.reset(); }
+  } release_order{hbm_order_};
   try {
     py::gil_scoped_release release;
     lnc_->Launch([&](const KernelContext& ctx) {
@@ -123,6 +129,31 @@ void KernelRun::RunNative(const std::function<void(const KernelContext&)>& kerne
 }
 
 KernelRun* CurrentRun() { return g_current; }
+
+void OrderedHbmWrite(const TensorView& dst, const std::function<void()>& write) {
+  KernelRun* run = CurrentRun();
+  if (run == nullptr || run->hbm_order() == nullptr) {
+    write();
+    return;
+  }
+  run->hbm_order()->Write(dst, CurrentProgramId(), write);
+}
+
+void OrderedHbmWrite(const TensorView& base, const std::vector<int64_t>& offsets,
+                     const std::function<void()>& write) {
+  KernelRun* run = CurrentRun();
+  if (run == nullptr || run->hbm_order() == nullptr) {
+    write();
+    return;
+  }
+  run->hbm_order()->Write(base, offsets, CurrentProgramId(), write);
+}
+
+bool OrderingHbmWrites() {
+  KernelRun* run = CurrentRun();
+  return run != nullptr && run->hbm_order() != nullptr;
+}
+
 int CurrentProgramId() { return t_prg_id; }
 int CurrentNumPrograms() { return t_n_prgs; }
 

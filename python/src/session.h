@@ -14,8 +14,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/hardware_profile.h"
+#include "runtime/hbm_write_order.h"
 #include "runtime/logical_core.h"
 
 namespace nkisim::collectives {
@@ -44,6 +46,9 @@ class KernelRun {
   LogicalCore& lnc() { return *lnc_; }
   const std::string& name() const { return name_; }
   double host_ns() const { return host_ns_; }
+  // LNC 2: the order of the two programs' shared-HBM writes (runtime/hbm_write_order.h);
+  // nullptr at LNC 1.
+  HbmWriteOrder* hbm_order() { return hbm_order_.get(); }
   // The rank's collectives context for this run, made on first use by bind_collectives.cc.
   std::unique_ptr<collectives::RankContext>& rank_context() { return rank_context_; }
 
@@ -51,6 +56,7 @@ class KernelRun {
   std::unique_ptr<LogicalCore> lnc_;
   std::string name_;
   double host_ns_ = 0;
+  std::unique_ptr<HbmWriteOrder> hbm_order_;
   std::unique_ptr<collectives::RankContext> rank_context_;
 };
 
@@ -61,6 +67,15 @@ void ReleaseRankContexts();
 // The run whose kernel is executing (nullptr outside a kernel): nl ops that need the logical
 // core or the rank (collectives) find it here.
 KernelRun* CurrentRun();
+// Runs `write`, an instruction whose HBM result is dst, through the current LNC 2 run's
+// HbmWriteOrder (the device's order of the two programs' writes, not the host threads'); at LNC 1
+// or outside a kernel just runs it.
+void OrderedHbmWrite(const TensorView& dst, const std::function<void()>& write);
+// The same for a scatter that writes only base's elements at `offsets` (HbmWriteOrder::Write).
+void OrderedHbmWrite(const TensorView& base, const std::vector<int64_t>& offsets,
+                     const std::function<void()>& write);
+// True when this thread runs a program of an LNC 2 run (its HBM writes are ordered).
+bool OrderingHbmWrites();
 // The calling thread's program: prg_id and n_prgs; (0, 1) outside a kernel.
 int CurrentProgramId();
 int CurrentNumPrograms();

@@ -33,3 +33,12 @@ def test_all_to_all_v_and_all_gather_v_across_ranks():
     out = _ranks(4, "collective_all_to_all_v.py", "4")
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count(": OK ") == 4 and "WRONG" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("n", [4])
+def test_collective_permute_implicit_rings_across_ranks(n):
+    # a ring all-gather of n - 1 implicit permutes, two channels, the reduce form, rings of the
+    # even and odd ranks, and the misuse errors, each rank against numpy
+    out = _ranks(n, "collective_permute_implicit.py", str(n))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count(": OK ") == n and "WRONG" not in out.stdout, out.stdout

@@ -1020,3 +1020,92 @@ def test_int16_round_trips_converts_and_saturates(rng):
     np.testing.assert_array_equal(wide, x.astype(np.int32))
     narrowed = np.clip(np.rint(y), -32768, 32767)
     np.testing.assert_array_equal(out, np.clip(x + narrowed, -32768, 32767).astype(np.int16))
+
+
+# --- NkiTensor.vector_select (HBM, dim 0) -------------------------------------------------------
+@nki.jit
+def _vector_select_gather(table, idx):
+    """The NKI reference's example: table (R, 128, 8) HBM, idx (P, 1); row p of the view is
+    table[idx[p]], gathered into a [P, 128, 8] tile."""
+    i = nl.load(idx)
+    p = idx.shape[0]
+    d = nl.ndarray((p,) + tuple(table.shape[1:]), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=table.vector_select(0, i))
+    out = nl.ndarray(d.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+def test_vector_select_gathers_rows(rng):
+    table = rng.standard_normal((64, 128, 8)).astype(np.float32)
+    idx = rng.integers(0, 64, (128, 1)).astype(np.int32)
+    np.testing.assert_array_equal(_vector_select_gather(table, idx), table[idx[:, 0]])
+    # a sliced view: rows counted from its first row, within its columns
+    idx = rng.integers(0, 16, (32, 1)).astype(np.int32)
+
+    @nki.jit
+    def sliced(table, idx):
+        i = nl.load(idx)
+        d = nl.ndarray((32, 4), dtype=table.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=table[8:24, 2:6].vector_select(0, i))
+        out = nl.ndarray((32, 4), dtype=table.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=d)
+        return out
+
+    flat = rng.standard_normal((40, 10)).astype(np.float32)
+    np.testing.assert_array_equal(sliced(flat, idx), flat[8:24, 2:6][idx[:, 0]])
+
+
+def test_vector_select_scatters_rows(rng):
+    @nki.jit
+    def scatter(values, idx, rows):
+        v = nl.load(values)
+        i = nl.load(idx)
+        out = nl.ndarray((rows, values.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out.vector_select(0, i), src=v)
+        return out
+
+    values = rng.standard_normal((48, 16)).astype(np.float32)
+    idx = rng.permutation(100)[:48].reshape(48, 1).astype(np.int32)
+    golden = np.zeros((100, 16), np.float32)
+    golden[idx[:, 0]] = values
+    np.testing.assert_array_equal(scatter(values, idx, 100), golden)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("on_chip", r"vector_select of .*: the tensor is on chip; vector_select addresses HBM"),
+    ("dim1", r"vector_select of .*: dim 1: vector_select selects dim 0 only"),
+    ("twice", r"vector_select of .*: the view is already indirect; one dynamic select"),
+    ("broadcast", r"vector_select of .*: dim 0 is a broadcast \(stride 0\)"),
+    ("float_offset", r"vector_offset .* must be an SBUF tile of one integer index per partition"),
+    ("hbm_offset", r"vector_offset .* must be an SBUF tile of one integer index per partition"),
+    ("wide_offset", r"vector_offset .* must be an SBUF tile of one integer index per partition"),
+    ("ap_on_chip", r"vector_offset on an on-chip tensor; .* addresses HBM tensors only"),
+])
+def test_vector_select_rules(case, match):
+    @nki.jit
+    def k(table, idx):
+        i = nl.load(idx)
+        if case == "on_chip":
+            t = nl.load(table)
+            t.vector_select(0, i)
+        elif case == "dim1":
+            table.vector_select(1, i)
+        elif case == "twice":
+            table.vector_select(0, i).vector_select(0, i)
+        elif case == "broadcast":
+            nl.broadcast_to(table[0:1, :], (8, table.shape[1])).vector_select(0, i)
+        elif case == "float_offset":
+            table.vector_select(0, nl.load(table[0:8, 0:1]))
+        elif case == "hbm_offset":
+            table.vector_select(0, idx)
+        elif case == "wide_offset":
+            table.vector_select(0, nl.load(table[0:8, 0:2]).view(nl.int32))
+        elif case == "ap_on_chip":
+            nl.load(table).ap([[16, 8], [1, 16]], vector_offset=i, indirect_dim=0)
+        return table
+
+    table = np.zeros((8, 16), np.float32)
+    idx = np.zeros((8, 1), np.int32)
+    with pytest.raises(nisa.NkiValidationError, match=match):
+        k(table, idx)

@@ -10,6 +10,7 @@ import numpy as np
 
 from nki._runtime import _nkisim
 from nki import _api
+from nki import dtype as _dtypes
 from nki.language._ops import add
 from nki.tensor import NKIObject, NkiTensor
 
@@ -298,13 +299,98 @@ def _size(t):
     return n
 
 
-_REASON_IMPLICIT = "ring-channel permutes (implicit) are not modelled; use collective_permute"
-for _name, _reason in {
-                       "collective_permute_implicit": _REASON_IMPLICIT,
-                       "collective_permute_implicit_reduce": _REASON_IMPLICIT,
-                       "collective_permute_implicit_current_processing_rank_id": _REASON_IMPLICIT
-                       }.items():
-    globals()[_name] = _api.unsupported(_M, _name, _reason)
+# --- Ring permutes with implicit sources and targets (NKI 0.6) ------------------------------------
+_MAX_CHANNELS = 4  # the reference's maximum (4 within a node; 2 for other groups)
+
+
+def _ring_of(groups, name):
+    """This rank's ring (its replica group, in the group's order) and its place in it."""
+    rank = _world()[0]
+    for g in groups:
+        if rank in g:
+            return g, g.index(rank)
+    raise _bad(name, f"rank {rank} is in no group of the replica group {groups}")
+
+
+def _channels(by_channel, channel_ids, name, field):
+    """The one tensor of each channel, after the reference's rules on channels."""
+    if not isinstance(by_channel, (list, tuple)) or not by_channel:
+        raise _bad(name, f"{field} must be a non-empty list with one list per channel, got "
+                         f"{by_channel!r}")
+    ids = [int(c) for c in channel_ids]
+    if ids != list(range(len(ids))) or len(ids) > _MAX_CHANNELS:
+        raise _bad(name, f"channel_ids {list(channel_ids)}: must be consecutive integers "
+                         f"from 0, at most {_MAX_CHANNELS} channels")
+    if len(by_channel) != len(ids):
+        raise _bad(name, f"{field} has {len(by_channel)} channels but channel_ids has {len(ids)}")
+    out = []
+    for c, tensors in enumerate(by_channel):
+        if not isinstance(tensors, (list, tuple)) or len(tensors) != 1:
+            raise _bad(name, f"{field}[{c}] must hold exactly one tensor (coalesced collectives "
+                             f"are not supported), got {tensors!r}")
+        t = tensors[0]
+        if not isinstance(t, NkiTensor) or t.on_chip:
+            raise _bad(name, f"{field}[{c}][0] {t!r} must be an HBM tensor")
+        out.append(t)
+    return out
+
+
+def _ring_pairs(groups):
+    """(source, target) of every group's ring, each rank to its successor; every rank builds
+    the same list, so collective_permute's walk over it cannot deadlock."""
+    return [(g[j], g[(j + 1) % len(g)]) for g in groups for j in range(len(g))]
+
+
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group, channel_ids=[0],
+                                priority=None, name=None):
+    """Each rank sends its channel's source to its successor in its replica group's ring and
+    receives its predecessor's into the channel's destination (a collective_permute over the
+    ring's pairs, one per channel)."""
+    n = "collective_permute_implicit"
+    groups = _groups(replica_group)
+    srcs = _channels(srcs_by_channel, channel_ids, n, "srcs_by_channel")
+    dsts = _channels(dsts_by_channel, channel_ids, n, "dsts_by_channel")
+    _ring_of(groups, n)
+    for s, d in zip(srcs, dsts):
+        if tuple(s.shape) != tuple(d.shape) or s.dtype is not d.dtype:
+            raise _bad(n, f"src {s!r} and dst {d!r} must have one shape and dtype")
+        collective_permute([s], [d], _ring_pairs(groups))
+
+
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel,
+                                       replica_group, op, channel_ids=[0], priority=None,
+                                       name=None):
+    """op(srcs0, srcs1) on this rank (a dma_compute: DMA arithmetic, priced as a DMA), sent to
+    the ring successor; the predecessor's result lands in dsts. nkisim reduces by sum only."""
+    n = "collective_permute_implicit_reduce"
+    _check_sum(op, n)
+    groups = _groups(replica_group)
+    srcs0 = _channels(srcs0_by_channel, channel_ids, n, "srcs0_by_channel")
+    srcs1 = _channels(srcs1_by_channel, channel_ids, n, "srcs1_by_channel")
+    dsts = _channels(dsts_by_channel, channel_ids, n, "dsts_by_channel")
+    _ring_of(groups, n)
+    for a, b, d in zip(srcs0, srcs1, dsts):
+        if not (tuple(a.shape) == tuple(b.shape) == tuple(d.shape)) or not (
+                a.dtype is b.dtype is d.dtype):
+            raise _bad(n, f"srcs0 {a!r}, srcs1 {b!r} and dst {d!r} must have one shape and dtype")
+        reduced = _nkisim.TensorView.create(list(d.shape), d._h.dtype, "permute_reduce")
+        _nkisim.isa.dma_compute(reduced, [a._h, b._h], [1.0, 1.0])
+        collective_permute([NkiTensor(reduced, _dtypes.hbm, "permute_reduce")], [d],
+                           _ring_pairs(groups))
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group,
+                                                           channel_id=0, name=None):
+    """The rank whose data this rank holds at ring step iteration_id: itself at 0, then its
+    predecessors in turn (the data moves one place down the ring a step)."""
+    n = "collective_permute_implicit_current_processing_rank_id"
+    if not 0 <= int(channel_id) < _MAX_CHANNELS:
+        raise _bad(n, f"channel_id {channel_id}: must be in [0, {_MAX_CHANNELS})")
+    if int(iteration_id) < 0:
+        raise _bad(n, f"iteration_id {iteration_id}: must be at least 0")
+    ring, at = _ring_of(_groups(replica_group), n)
+    return ring[(at - int(iteration_id)) % len(ring)]
+
 
 _api.reference_names(_M, """
 ReplicaGroup all_gather all_gather_v all_reduce all_to_all all_to_all_v collective_permute
