@@ -104,10 +104,10 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
 std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
   const HfModel& m = r.model;
   std::string out = StrPrintf(
-      "nkisim predict %s: %s, H %d, I %d, %d layers, %d Q / %d KV heads, d %d, vocab %lld; batch %d, "
+      "nkisim predict %s: %s, H %d, I %d, %d layers, %d Q / %d KV heads, d %d%s, vocab %lld; batch %d, "
       "%d tokens in, %d out; profile %s\n",
       m.source.c_str(), m.architecture.c_str(), m.hidden, m.intermediate, m.layers, m.n_q_heads, m.n_kv_heads,
-      m.head_dim, static_cast<long long>(m.vocab), r.batch, r.input_tokens, r.output_tokens,
+      m.head_dim, m.qkv_bias ? ", q/k/v bias" : "", static_cast<long long>(m.vocab), r.batch, r.input_tokens, r.output_tokens,
       r.profile_path.empty() ? "trn2 (built-in)" : r.profile_path.c_str());
   for (const PlanPrediction& p : preds) out += FormatPlan(r, p);
   out += StrPrintf("\n%-16s %12s %12s %12s %12s %12s  %s\n", "plan", "TTFT (ms)", "TPOT (ms)", "tok/s/req",
