@@ -13,14 +13,15 @@ constexpr double kGiB = 1073741824.0;
 // longer: the stack's total is in the TTFT / TPOT line).
 std::string PhaseLine(const std::vector<PhaseTime>& phases, int layers) {
   std::string out;
-  double sum = 0;
+  double total = 0;  // us over the L layers
   for (const PhaseTime& p : phases) {
-    out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", p.phase.c_str(), p.us, layers,
-                     p.us * layers / 1000.0);
-    sum += p.us;
+    const int n = p.layers > 0 ? p.layers : layers;
+    out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", p.phase.c_str(), p.us, n, p.us * n / 1000.0);
+    total += p.us * n;
   }
-  out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", "layer", sum, layers,
-                   sum * layers / 1000.0);
+  // An interleaved model's rows run in some of the layers: the layer line is their mean.
+  out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", "layer", total / std::max(1, layers), layers,
+                   total / 1000.0);
   return out;
 }
 
@@ -57,7 +58,13 @@ std::string MoeLines(const PredictRequest& r, const PlanPrediction& p) {
                    "    experts' weights %.2f GiB a layer per rank (all %d of the rank's experts resident)\n",
                    r.model.experts, r.model.top_k, r.model.expert_inter, m.ep, m.moe_tp, r.model.experts / m.ep,
                    r.model.expert_inter / m.moe_tp, skew.c_str(), rows(p.moe_decode).c_str(), rows(p.moe_prefill).c_str(),
-                   p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep);
+                   p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep) +
+         (r.model.dense_layers() > 0
+              ? StrPrintf("    interleaved (interleave_moe_layer_step %d): %d MoE layers, %d dense layers of MLP I %d "
+                          "(I %d a rank)\n",
+                          r.model.moe_step, r.model.moe_layers, r.model.dense_layers(), r.model.dense_inter,
+                          r.model.dense_inter / std::max(1, p.plan.tp))
+              : "");
 }
 
 std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
@@ -133,8 +140,13 @@ nlohmann::json MoeJson(const PlanPrediction& p) {
     return nlohmann::json{{"rank_rows", c.rank_rows}, {"busiest_rank", c.busiest},
                           {"busiest_expert_rows", c.busiest_expert_rows}, {"total_ns", c.total_ns()}};
   };
-  return {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
-          {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
+  nlohmann::json out = {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
+                        {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
+  if (!p.dense_decode.phases.empty()) {  // interleaved: a dense layer's MLP (rows' layer counts in the text)
+    out["dense_mlp_decode_ns"] = p.dense_decode.total_ns();
+    out["dense_mlp_prefill_ns"] = p.dense_prefill.total_ns();
+  }
+  return out;
 }
 
 nlohmann::json PlanJson(const PlanPrediction& p) {
