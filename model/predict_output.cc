@@ -142,9 +142,14 @@ nlohmann::json MoeJson(const PlanPrediction& p) {
   };
   nlohmann::json out = {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
                         {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
-  if (!p.dense_decode.phases.empty()) {  // interleaved: a dense layer's MLP (rows' layer counts in the text)
+  if (!p.dense_decode.phases.empty()) {  // interleaved: a dense layer's MLP, and each row's layer count
     out["dense_mlp_decode_ns"] = p.dense_decode.total_ns();
     out["dense_mlp_prefill_ns"] = p.dense_prefill.total_ns();
+    nlohmann::json layers;
+    for (const PhaseTime& t : p.decode_phases) {
+      if (t.layers > 0) layers[t.phase] = t.layers;  // rows absent here run in every layer
+    }
+    out["phase_layers"] = layers;
   }
   return out;
 }

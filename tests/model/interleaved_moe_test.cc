@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -132,6 +134,13 @@ TEST(InterleavedMoeTest, StacksAreDenseCountTimesDensePlusMoeCountTimesMoePlusTh
   EXPECT_EQ(Row(pi.prefill_phases, "qkv")->layers, 0);
   EXPECT_EQ(Row(pa.decode_phases, "experts")->layers, 0);
   EXPECT_EQ(Row(pa.decode_phases, "dense_mlp"), nullptr);
+  // --json says which rows run in how many layers (absent: every layer).
+  r.model = inter;
+  const nlohmann::json doc = nlohmann::json::parse(PredictionsJson(r, {pi}));
+  const nlohmann::json& layers = doc["plans"][0]["moe"]["phase_layers"];
+  EXPECT_EQ(layers["experts"], n_moe);
+  EXPECT_EQ(layers["dense_mlp"], n_dense);
+  EXPECT_FALSE(layers.contains("qkv"));
   std::printf("Maverick tp8 B4 S256: prefill MoE block %.1f us, dense MLP %.1f us; decode %.1f / %.1f us; "
               "TTFT %.2f ms (all-MoE %.2f), TPOT %.3f ms (all-MoE %.3f)\n",
               moe_p / 1e3, dense_prefill / 1e3, moe_d / 1e3, dense_decode / 1e3, pi.ttft_ms, pa.ttft_ms, pi.tpot_ms,
