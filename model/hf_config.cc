@@ -577,6 +577,12 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
   // Qwen2 / Qwen3 carry a window that use_sliding_window: false switches off.
   if (config.contains("use_sliding_window") && config.at("use_sliding_window") == false) m.sliding_window = 0;
   if (arch != nullptr) CheckFamily(*arch, m, p);
+  // Interleaving is Llama 4's key; elsewhere a step other than 1 would be silently ignored.
+  if (m.moe_step > 1 && arch != nullptr && std::string_view(arch->model_type) != "llama4") {
+    p.push_back(StrCat("interleave_moe_layer_step: ", m.moe_step, ": must be 1 for ", arch->name,
+                       " (interleaved dense / MoE layers are modeled for Llama 4)"));
+    m.moe_step = 1;
+  }
   if (arch != nullptr && arch->router != nullptr) {
     CheckMoe(config, *arch, m, p);
     CheckInterleave(config, m, p);

@@ -165,6 +165,11 @@ TEST(InterleavedMoeTest, BadInterleavingIsRefusedByField) {
   std::string text = Maverick();
   Replace(text, "\"interleave_moe_layer_step\": 2", "\"interleave_moe_layer_step\": 1.5");
   EXPECT_THAT(Problem(text), HasSubstr("interleave_moe_layer_step: 1.5: must be an integer"));
+  // Another family with the key: refused, not ignored.
+  std::ifstream in(std::string(NKISIM_SOURCE_DIR) + "/configs/models/Qwen3-30B-A3B.config.json");
+  std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  qwen.insert(qwen.find('{') + 1, "\"interleave_moe_layer_step\": 2, ");
+  EXPECT_THAT(Problem(qwen), HasSubstr("interleave_moe_layer_step: 2: must be 1 for Qwen3MoeForCausalLM"));
   // A plan whose tp does not divide the dense MLP's I.
   MoeShape s;
   s.hidden = 5120;
