@@ -48,7 +48,8 @@ constexpr Architecture kArchitectures[] = {
     // the softmax: not priced), QKV and o_proj biases (not priced), head_dim 64, H 2880.
     {"GptOssForCausalLM", "gpt_oss", false, "gpt_oss", "intermediate_size", true, true},
     // The text model of Llama 4 (text_config): sigmoid top-1 routing plus a shared expert of the
-    // experts' I, every layer an MoE block (interleave_moe_layer_step 1: Scout), chunked attention
+    // experts' I; every layer an MoE block (interleave_moe_layer_step 1: Scout) or every step-th
+    // one, the others dense MLPs of intermediate_size_mlp (step 2: Maverick); chunked attention
     // on the RoPE layers (no_rope_layers 1) priced as a window of attention_chunk_size.
     {"Llama4ForConditionalGeneration", "llama4", true, "llama4", "intermediate_size", true, false,
      "intermediate_size", "text_config"},
@@ -248,11 +249,18 @@ void NoRopeLayers(const json& v, HfModel& m, Problems& p) {
   m.sliding_layers = -1 - chunked;  // "given", as layer_types
 }
 void ChunkSize(const json& v, HfModel& m, Problems& p) { PositiveInt(v, "attention_chunk_size", &m.sliding_window, p); }
-void InterleaveStep(const json& v, HfModel&, Problems& p) {
-  if (!v.is_number_integer() || v.get<int64_t>() != 1) {
-    p.push_back(StrCat("interleave_moe_layer_step: ", Shown(v), ": must be 1 (every layer an MoE block, as "
-                       "Llama 4 Scout; interleaved dense / MoE layers, as Maverick's 2, are not modeled yet)"));
+void InterleaveStep(const json& v, HfModel& m, Problems& p) {
+  // <= num_hidden_layers is checked with the layers known (CheckInterleave).
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxLayers) {
+    p.push_back(StrCat("interleave_moe_layer_step: ", Shown(v), ": must be an integer in [1, ", kMaxLayers,
+                       "] (layer i is an MoE block when (i + 1) % step == 0; 1: every layer)"));
+    m.moe_step = 0;
+    return;
   }
+  m.moe_step = static_cast<int>(v.get<int64_t>());
+}
+void DenseIntermediate(const json& v, HfModel& m, Problems& p) {
+  PositiveInt(v, "intermediate_size_mlp", &m.dense_inter, p);
 }
 void QkNorm(const json& v, HfModel& m, Problems& p) {
   if (!v.is_boolean()) {
@@ -313,9 +321,10 @@ constexpr Key kKeys[] = {
     {"quantization_config", Quantization, "refused: predict prices 2-byte weights"},
     {"no_rope_layers", NoRopeLayers, "Llama 4: 1 = a RoPE layer with chunked attention, 0 = global attention"},
     {"attention_chunk_size", ChunkSize, "Llama 4: the chunk of the RoPE layers' attention (priced as a window)"},
-    {"interleave_moe_layer_step", InterleaveStep, "Llama 4: must be 1 (Scout: every layer MoE)"},
-    {"intermediate_size_mlp", Metadata, "Llama 4: the dense layers' I: no dense layer at interleave step 1"},
-    {"moe_layers", Metadata, "Llama 4: the MoE layers' indices (all at interleave step 1)"},
+    {"interleave_moe_layer_step", InterleaveStep,
+     "Llama 4: layer i is an MoE block when (i + 1) % step == 0, else dense (Scout 1, Maverick 2); in [1, layers]"},
+    {"intermediate_size_mlp", DenseIntermediate, "Llama 4: the dense layers' MLP I (required when a layer is dense)"},
+    {"moe_layers", Metadata, "Llama 4: the MoE layers' indices: must be those interleave_moe_layer_step implies"},
     {"use_qk_norm", QkNorm, "Llama 4: per-head norm of q and k (no cost modeled)"},
     {"attn_temperature_tuning", Metadata, "Llama 4: attention scaling values: ignored"},
     {"floor_scale", Metadata, "Llama 4: attention scaling values: ignored"},
@@ -446,6 +455,35 @@ void CheckMoe(const json& config, const Architecture& arch, HfModel& m, Problems
   }
 }
 
+// Which layers are MoE blocks: (i + 1) % interleave_moe_layer_step == 0 (the HF default of
+// moe_layers); a moe_layers list, when given, must name exactly those. The dense ones need their
+// MLP's I (intermediate_size_mlp).
+void CheckInterleave(const json& config, HfModel& m, Problems& p) {
+  if (m.layers <= 0 || m.moe_step <= 0) return;  // already reported
+  if (m.moe_step > m.layers) {
+    p.push_back(StrCat("interleave_moe_layer_step: ", m.moe_step, ": must be <= num_hidden_layers (", m.layers,
+                       "): else no layer is an MoE block"));
+    return;
+  }
+  std::vector<int64_t> implied;
+  for (int64_t i = m.moe_step - 1; i < m.layers; i += m.moe_step) implied.push_back(i);
+  m.moe_layers = static_cast<int>(implied.size());
+  if (config.contains("moe_layers")) {
+    const json& v = config.at("moe_layers");
+    bool same = v.is_array() && v.size() == implied.size();
+    for (size_t i = 0; same && i < implied.size(); ++i) same = v[i].is_number_integer() && v[i].get<int64_t>() == implied[i];
+    if (!same) {
+      p.push_back(StrCat("moe_layers: ", Shown(v), ": must list the layers interleave_moe_layer_step (", m.moe_step,
+                         ") makes MoE blocks: ", Shown(json(implied))));
+    }
+  }
+  if (m.dense_layers() > 0 && m.dense_inter == 0 && !config.contains("intermediate_size_mlp")) {
+    p.push_back(StrCat("intermediate_size_mlp: missing: required when interleave_moe_layer_step (", m.moe_step,
+                       ") leaves ", m.dense_layers(), " dense layers (their MLP's I)"));
+  }
+  if (m.dense_layers() == 0) m.dense_inter = 0;  // no dense layer: its I prices nothing
+}
+
 }  // namespace
 
 // The text as JSON, refusing what json::parse lets through: a key given twice in one object (the
@@ -539,8 +577,15 @@ HfModel ParseHfConfig(const std::string& text, const std::string& source) {
   // Qwen2 / Qwen3 carry a window that use_sliding_window: false switches off.
   if (config.contains("use_sliding_window") && config.at("use_sliding_window") == false) m.sliding_window = 0;
   if (arch != nullptr) CheckFamily(*arch, m, p);
+  // Interleaving is Llama 4's key; elsewhere a step other than 1 would be silently ignored.
+  if (m.moe_step > 1 && arch != nullptr && std::string_view(arch->model_type) != "llama4") {
+    p.push_back(StrCat("interleave_moe_layer_step: ", m.moe_step, ": must be 1 for ", arch->name,
+                       " (interleaved dense / MoE layers are modeled for Llama 4)"));
+    m.moe_step = 1;
+  }
   if (arch != nullptr && arch->router != nullptr) {
     CheckMoe(config, *arch, m, p);
+    CheckInterleave(config, m, p);
   } else {
     for (const char* key : {"num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size"}) {
       if (config.contains(key)) {

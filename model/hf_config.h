@@ -36,6 +36,13 @@ struct HfModel {
   int top_k = 0;             // num_experts_per_tok
   int expert_inter = 0;      // moe_intermediate_size (Qwen3-MoE) or intermediate_size (Mixtral)
   int shared_inter = 0;      // a shared expert's I; 0: none
+  // Interleaved dense / MoE layers (Llama 4 Maverick's interleave_moe_layer_step 2): the layers
+  // (i + 1) % moe_step == 0 are MoE blocks (moe_layers of them; the config's moe_layers list, when
+  // given, must name exactly those), the others dense MLPs of dense_inter (intermediate_size_mlp).
+  int moe_step = 1;          // interleave_moe_layer_step
+  int moe_layers = 0;        // layers with an MoE block (all `layers` unless interleaved)
+  int dense_inter = 0;       // intermediate_size_mlp; 0 when not given
+  int dense_layers() const { return moe ? layers - moe_layers : layers; }
   // Sliding-window attention (architectures whose row allows it): `sliding_layers` of the layers
   // attend only the last `sliding_window` tokens (all of them unless layer_types says which).
   int sliding_window = 0;    // 0: none

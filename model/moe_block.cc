@@ -249,7 +249,33 @@ std::vector<std::string> MoePlanProblems(const MoeShape& s, const MoePlan& p, co
     out.push_back(StrCat(where, "tp: ", p.tp, ": must divide the shared expert's intermediate size (",
                          s.shared_inter, "): the shared expert is split over the TP group"));
   }
+  if (s.dense_inter > 0 && s.dense_inter % p.tp != 0) {
+    out.push_back(StrCat(where, "tp: ", p.tp, ": must divide the dense layers' intermediate size (intermediate_size_mlp ",
+                         s.dense_inter, "): their MLP is split over the TP group"));
+  }
   return out;
+}
+
+MoeBlockCost PriceDenseMlpBlock(const MoeShape& shape, const MoePlan& plan, int64_t tokens,
+                                const HardwareProfile& profile) {
+  SetSimMode(SimMode::kTimingOnly);
+  MoeBlockCost out;
+  MoeStep st{shape, plan, profile, tokens, {}, {}, {}, {}, {}, &out};
+  const int64_t rows = st.core_rows(tokens);
+  out.phases.push_back({"dense_mlp", rows == 0 ? 0 : ExpertNs(st, rows, shape.dense_inter / plan.tp)});
+  double reduce = 0;
+  if (plan.tp > 1) {
+    reduce = collectives::PlanCollective(collectives::CollectiveOp::kAllReduce, Placement(st, false, -1),
+                                         double(tokens) * shape.hidden * kBytes, profile, "auto",
+                                         collectives::Launch::kInGraph)
+                 .cost.total_ns;
+  }
+  out.phases.push_back({"dense_mlp_all_reduce", reduce});
+  return out;
+}
+
+int64_t DenseMlpBytesPerRank(const MoeShape& s, const MoePlan& p) {
+  return kBytes * 3 * int64_t{s.hidden} * (int64_t{s.dense_inter} / std::max(1, p.tp));
 }
 
 MoeBlockCost PriceMoeBlock(const MoeShape& shape, const MoePlan& plan, int64_t tokens,

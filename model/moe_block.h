@@ -38,6 +38,8 @@ struct MoeShape {
   int top_k = 0;
   int expert_inter = 0;   // I of one expert
   int shared_inter = 0;   // I of the shared expert; 0: none
+  int dense_inter = 0;    // interleaved models: the dense layers' MLP I (Llama 4's
+                          // intermediate_size_mlp); 0: every layer an MoE block
   reference::RouterFamily family = reference::RouterFamily::kQwen3;
 };
 
@@ -50,7 +52,7 @@ struct MoePlan {
 
 // Every rule the plan breaks ("plan 'x': moe_ep: 3: must divide num_experts (128)", ...), none
 // when it fits: ep x moe_tp = tp, ep divides the experts, moe_tp divides the expert's I, tp the
-// shared expert's.
+// shared expert's and the dense layers' MLP's (interleaved models).
 std::vector<std::string> MoePlanProblems(const MoeShape& shape, const MoePlan& plan,
                                          const std::string& plan_name);
 
@@ -73,6 +75,17 @@ struct MoeBlockCost {
 MoeBlockCost PriceMoeBlock(const MoeShape& shape, const MoePlan& plan, int64_t tokens,
                            const kernels::moe::RouterSkew& skew, const HardwareProfile& profile,
                            uint32_t seed = 1);
+
+// A dense layer's MLP in an interleaved MoE model (Llama 4 Maverick: every other layer dense,
+// an MLP of I = shape.dense_inter): ExpertMlpKernel over all T tokens at dense_inter / tp a rank
+// (split over the whole TP group, as the shared expert is; rows over the LNC's cores), then the
+// all-reduce of its [T, H] partials over the TP group (tp > 1). Rows "dense_mlp" and
+// "dense_mlp_all_reduce". REQUIRES: shape.dense_inter > 0, tp divides it, tokens >= 1.
+MoeBlockCost PriceDenseMlpBlock(const MoeShape& shape, const MoePlan& plan, int64_t tokens,
+                                const HardwareProfile& profile);
+
+// HBM one rank holds for one dense layer's MLP: 3 H (dense_inter / tp) 2-byte weights.
+int64_t DenseMlpBytesPerRank(const MoeShape& shape, const MoePlan& plan);
 
 // HBM one rank holds for one MoE block: the router, its E / ep experts at I / moe_tp and the
 // shared expert at I_shared / tp, 2-byte weights.

@@ -217,6 +217,23 @@ int64_t MoeBytes(const PredictRequest& r, const ResolvedScenario& decode) {
   return MoeWeightBytesPerRank(MoeShapeOf(r.model), MoePlanOf(plan));
 }
 
+// The MoE blocks and dense MLPs of every layer on one rank: moe_layers x MoeBytes + the dense
+// layers' MLPs (interleaved models; none otherwise).
+int64_t MoeStackBytes(const PredictRequest& r, const ResolvedScenario& decode) {
+  if (!r.model.moe) return 0;
+  PredictPlan plan;
+  for (const PredictPlan& p : r.plans) {
+    if (p.name == decode.plans.front().name) plan = p;
+  }
+  const int64_t dense = r.model.dense_layers() > 0 ? DenseMlpBytesPerRank(MoeShapeOf(r.model), MoePlanOf(plan)) : 0;
+  return MoeBytes(r, decode) * r.model.moe_layers + dense * r.model.dense_layers();
+}
+
+// The rows of an MoE model's per-layer blocks, each running in `layers` of the L layers.
+void AddRows(const MoeBlockCost& c, int layers, int all, std::vector<PhaseTime>& into) {
+  for (const MoePhaseCost& row : c.phases) into.push_back({row.phase, row.ns / 1000.0, layers == all ? 0 : layers});
+}
+
 }  // namespace
 
 int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int batch, HbmFootprint* layers) {
@@ -229,7 +246,7 @@ int64_t ModelHbm(const PredictRequest& r, const ResolvedScenario& decode, int ba
   const int tp = decode.plans.front().tp;
   const int64_t rows = (r.model.vocab + tp - 1) / tp;
   return layers->total() + rows * r.model.hidden * 2 * (r.model.tie_word_embeddings ? 1 : 2) +
-         MoeBytes(r, decode) * r.model.layers;
+         MoeStackBytes(r, decode);
 }
 
 namespace {
@@ -268,7 +285,7 @@ int MaxInput(const PredictRequest& r, const ResolvedScenario& decode) {
 void FillHbm(const PredictRequest& r, const ResolvedScenario& decode, PlanPrediction& out) {
   out.hbm_bytes = ModelHbm(r, decode, r.batch, &out.layers_hbm);
   out.moe_bytes_per_layer = MoeBytes(r, decode);
-  out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total() - out.moe_bytes_per_layer * r.model.layers;
+  out.embedding_bytes = out.hbm_bytes - out.layers_hbm.total() - MoeStackBytes(r, decode);
   out.hbm_capacity = out.layers_hbm.capacity;
   out.fits = out.hbm_bytes <= out.hbm_capacity;
   out.max_batch = r.max_batch ? MaxBatch(r, decode) : -1;
@@ -284,11 +301,16 @@ void PredictPrefill(const PredictRequest& r, const PlanScenarios& s, PlanPredict
   const int k = s.chunks.count, L = r.model.layers;
   out.prefill_stack_ns = PrefillStackNs(prefill, s.chunks, r.model);
   out.prefill_phases = prefill.phases;
-  if (r.model.moe) {  // every layer's MoE block over the chunk's B x C tokens, k chunks
-    out.moe_prefill = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), int64_t{r.batch} * s.chunks.tokens,
-                                    r.skew, s.prefill.profile);
-    out.prefill_stack_ns += double(k) * L * out.moe_prefill.total_ns();
-    for (const MoePhaseCost& c : out.moe_prefill.phases) out.prefill_phases.push_back({c.phase, c.ns / 1000.0});
+  if (r.model.moe) {  // each MoE layer's block (each dense layer's MLP) over the chunk's B x C tokens, k chunks
+    const int64_t tokens = int64_t{r.batch} * s.chunks.tokens;
+    out.moe_prefill = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), tokens, r.skew, s.prefill.profile);
+    out.prefill_stack_ns += double(k) * r.model.moe_layers * out.moe_prefill.total_ns();
+    AddRows(out.moe_prefill, r.model.moe_layers, L, out.prefill_phases);
+    if (r.model.dense_layers() > 0) {
+      out.dense_prefill = PriceDenseMlpBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), tokens, s.prefill.profile);
+      out.prefill_stack_ns += double(k) * r.model.dense_layers() * out.dense_prefill.total_ns();
+      AddRows(out.dense_prefill, r.model.dense_layers(), L, out.prefill_phases);
+    }
   }
 }
 
@@ -317,10 +339,17 @@ void PredictDecode(const PredictRequest& r, const PlanScenarios& s, PlanPredicti
     const double windowed = slide > 0 ? InterpolatedAt(steady, std::min(kv, r.model.sliding_window)) : 0.0;
     out.samples.emplace_back(kv, full * ns + slide * windowed);
   }
-  if (r.model.moe) {  // every layer's MoE block over the step's B tokens (the same at every KV length)
+  if (r.model.moe) {  // each MoE layer's block (dense layer's MLP) over the step's B tokens, at every KV length
+    const int L = r.model.layers;
     out.moe_decode = PriceMoeBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), r.batch, r.skew, s.decode.front().profile);
-    for (auto& sample : out.samples) sample.second += r.model.layers * out.moe_decode.total_ns();
-    for (const MoePhaseCost& c : out.moe_decode.phases) out.decode_phases.push_back({c.phase, c.ns / 1000.0});
+    AddRows(out.moe_decode, r.model.moe_layers, L, out.decode_phases);
+    double blocks = r.model.moe_layers * out.moe_decode.total_ns();
+    if (r.model.dense_layers() > 0) {
+      out.dense_decode = PriceDenseMlpBlock(MoeShapeOf(r.model), MoePlanOf(out.plan), r.batch, s.decode.front().profile);
+      AddRows(out.dense_decode, r.model.dense_layers(), L, out.decode_phases);
+      blocks += r.model.dense_layers() * out.dense_decode.total_ns();
+    }
+    for (auto& sample : out.samples) sample.second += blocks;
   }
   const double mean_ns = r.token_generation_buckets.empty()
                             ? MeanInterpolated(out.samples, r.input_tokens, r.output_tokens)
@@ -396,6 +425,7 @@ MoeShape MoeShapeOf(const HfModel& m) {
   s.top_k = m.top_k;
   s.expert_inter = m.expert_inter;
   s.shared_inter = m.shared_inter;
+  s.dense_inter = m.moe && m.dense_layers() > 0 ? m.dense_inter : 0;
   s.family = reference::ParseRouterFamily(m.router);
   return s;
 }

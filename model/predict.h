@@ -98,6 +98,7 @@ std::pair<std::string, std::string> TracePaths(const std::string& path, const Pr
 struct PhaseTime {
   std::string phase;
   double us = 0;  // simulated, slowest rank, one layer
+  int layers = 0;  // the layers this row runs in (an interleaved model's MoE or dense rows); 0: all
 };
 
 struct PlanPrediction {
@@ -125,6 +126,9 @@ struct PlanPrediction {
   // MoE models: one MoE block of a decode step (B tokens) and of a prefill chunk (B x C tokens);
   // their rows are also in decode_phases / prefill_phases.
   MoeBlockCost moe_decode, moe_prefill;
+  // Interleaved MoE models (Llama 4 Maverick): one dense layer's MLP, decode step and prefill chunk;
+  // the stacks take moe_layers x the MoE block + dense_layers() x this. Empty: no dense layer.
+  MoeBlockCost dense_decode, dense_prefill;
   int64_t moe_bytes_per_layer = 0;  // the rank's router + experts (+ shared expert) weights
   bool simulated = false;  // false: a plan that does not fit and whose layer could not run
   std::string error;       // why (the kernel's error)

@@ -13,14 +13,15 @@ constexpr double kGiB = 1073741824.0;
 // longer: the stack's total is in the TTFT / TPOT line).
 std::string PhaseLine(const std::vector<PhaseTime>& phases, int layers) {
   std::string out;
-  double sum = 0;
+  double total = 0;  // us over the L layers
   for (const PhaseTime& p : phases) {
-    out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", p.phase.c_str(), p.us, layers,
-                     p.us * layers / 1000.0);
-    sum += p.us;
+    const int n = p.layers > 0 ? p.layers : layers;
+    out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", p.phase.c_str(), p.us, n, p.us * n / 1000.0);
+    total += p.us * n;
   }
-  out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", "layer", sum, layers,
-                   sum * layers / 1000.0);
+  // An interleaved model's rows run in some of the layers: the layer line is their mean.
+  out += StrPrintf("    %-20s %12.3f us  x %d layers = %10.3f ms\n", "layer", total / std::max(1, layers), layers,
+                   total / 1000.0);
   return out;
 }
 
@@ -57,7 +58,13 @@ std::string MoeLines(const PredictRequest& r, const PlanPrediction& p) {
                    "    experts' weights %.2f GiB a layer per rank (all %d of the rank's experts resident)\n",
                    r.model.experts, r.model.top_k, r.model.expert_inter, m.ep, m.moe_tp, r.model.experts / m.ep,
                    r.model.expert_inter / m.moe_tp, skew.c_str(), rows(p.moe_decode).c_str(), rows(p.moe_prefill).c_str(),
-                   p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep);
+                   p.moe_bytes_per_layer / kGiB, r.model.experts / m.ep) +
+         (r.model.dense_layers() > 0
+              ? StrPrintf("    interleaved (interleave_moe_layer_step %d): %d MoE layers, %d dense layers of MLP I %d "
+                          "(I %d a rank)\n",
+                          r.model.moe_step, r.model.moe_layers, r.model.dense_layers(), r.model.dense_inter,
+                          r.model.dense_inter / std::max(1, p.plan.tp))
+              : "");
 }
 
 std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
@@ -111,10 +118,10 @@ std::string FormatPlan(const PredictRequest& r, const PlanPrediction& p) {
 std::string FormatPredictions(const PredictRequest& r, const std::vector<PlanPrediction>& preds) {
   const HfModel& m = r.model;
   std::string out = StrPrintf(
-      "nkisim predict %s: %s, H %d, I %d, %d layers, %d Q / %d KV heads, d %d, vocab %lld; batch %d, "
+      "nkisim predict %s: %s, H %d, I %d, %d layers, %d Q / %d KV heads, d %d%s, vocab %lld; batch %d, "
       "%d tokens in, %d out; profile %s\n",
       m.source.c_str(), m.architecture.c_str(), m.hidden, m.intermediate, m.layers, m.n_q_heads, m.n_kv_heads,
-      m.head_dim, static_cast<long long>(m.vocab), r.batch, r.input_tokens, r.output_tokens,
+      m.head_dim, m.qkv_bias ? ", q/k/v bias" : "", static_cast<long long>(m.vocab), r.batch, r.input_tokens, r.output_tokens,
       r.profile_path.empty() ? "trn2 (built-in)" : r.profile_path.c_str());
   for (const PlanPrediction& p : preds) out += FormatPlan(r, p);
   out += StrPrintf("\n%-16s %12s %12s %12s %12s %12s  %s\n", "plan", "TTFT (ms)", "TPOT (ms)", "tok/s/req",
@@ -140,8 +147,18 @@ nlohmann::json MoeJson(const PlanPrediction& p) {
     return nlohmann::json{{"rank_rows", c.rank_rows}, {"busiest_rank", c.busiest},
                           {"busiest_expert_rows", c.busiest_expert_rows}, {"total_ns", c.total_ns()}};
   };
-  return {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
-          {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
+  nlohmann::json out = {{"moe_ep", m.ep}, {"moe_tp", m.moe_tp}, {"weights_bytes_per_layer", p.moe_bytes_per_layer},
+                        {"decode", block(p.moe_decode)}, {"prefill", block(p.moe_prefill)}};
+  if (!p.dense_decode.phases.empty()) {  // interleaved: a dense layer's MLP, and each row's layer count
+    out["dense_mlp_decode_ns"] = p.dense_decode.total_ns();
+    out["dense_mlp_prefill_ns"] = p.dense_prefill.total_ns();
+    nlohmann::json layers;
+    for (const PhaseTime& t : p.decode_phases) {
+      if (t.layers > 0) layers[t.phase] = t.layers;  // rows absent here run in every layer
+    }
+    out["phase_layers"] = layers;
+  }
+  return out;
 }
 
 nlohmann::json PlanJson(const PlanPrediction& p) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "runtime/error.h"
+#include "runtime/nisa/dma_indirect.h"
 #include "runtime/nisa/nisa.h"
 
 namespace nkisim::kernels::moe {
@@ -43,6 +44,36 @@ std::vector<Tile> TransposedRows(NeuronCore& core, const TensorView& x, int64_t 
     xt.push_back(s);
   }
   return xt;
+}
+
+// Index arrays in HBM the way the gathers read them: a [128, tiles] int32 tensor whose column c
+// holds the indices of rows [c * 128, c * 128 + 128) of `values` (partition p: row c * 128 + p;
+// past the end: index 0, never read). One contiguous run of 4 x tiles bytes a partition, so one
+// DMA loads the indices of up to kIndexColumns gathers.
+constexpr int64_t kIndexColumns = 512;
+
+TensorView IndexColumns(const std::vector<int64_t>& values, int64_t tiles) {
+  const TensorView t = TensorView::Create({kP, std::max<int64_t>(tiles, 1)}, DType::kInt32, "gather_index");
+  std::vector<float> v(static_cast<size_t>(kP * std::max<int64_t>(tiles, 1)), 0.0f);
+  for (int64_t c = 0; c < tiles; ++c) {
+    for (int64_t p = 0; p < kP; ++p) {
+      const int64_t i = c * kP + p;
+      if (i < static_cast<int64_t>(values.size())) v[p * tiles + c] = static_cast<float>(values[i]);
+    }
+  }
+  t.FromFloats(v);
+  return t;
+}
+
+// Index values pass through fp32 (TensorView::FromFloats, Tile::get): exact below 2^24.
+constexpr int64_t kMaxIndex = int64_t{1} << 24;
+
+// The HBM side of an indirect DMA over the rows of a 2-D view: partition p addresses row idx[p].
+IndirectRows IndirectRowsOf(const TensorView& rows, const Tile& idx) {
+  AccessPattern ap;
+  ap.offset = rows.offset();
+  ap.dims = {{0, idx.partitions()}, {rows.strides()[1], rows.dim(1)}};
+  return IndirectRows{rows.ap(ap), idx, rows.strides()[0], false};
 }
 
 }  // namespace
@@ -219,11 +250,38 @@ DispatchPlan PlanDispatch(const Routing& routing, int64_t experts, int64_t capac
 
 void DispatchKernel(const KernelContext& ctx, const DispatchPlan& plan, const TensorView& x,
                     const TensorView& x_perm) {
-  RequireLnc1(ctx, "moe dispatch");
-  Require2D("moe dispatch", "x_perm", x_perm, plan.rows(), x.dim(1));
-  for (int64_t r = 0; r < plan.rows(); ++r) {
+  constexpr const char* kOp = "moe dispatch";
+  RequireLnc1(ctx, kOp);
+  if (x.rank() != 2) Fail(kOp, StrCat("x is ", ShapeString(x.shape()), "; the rule is [T, H]"));
+  const int64_t h = x.dim(1), rows = plan.rows();
+  Require2D(kOp, "x_perm", x_perm, rows, h);
+  if (static_cast<int64_t>(plan.row_token.size()) != rows) {
+    Fail(kOp, StrCat("the plan has ", plan.row_token.size(), " row tokens; the rule is one per row (",
+                     rows, ")"));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = plan.row_token[r];
-    dma_copy(x_perm.slice(0, r, r + 1), x.slice(0, t, t + 1));
+    if (t < 0 || t >= x.dim(0)) {
+      Fail(kOp, StrCat("row_token[", r, "] = ", t, "; the rule is 0 <= token < ", x.dim(0)));
+    }
+  }
+  if (x.dim(0) > kMaxIndex) {
+    Fail(kOp, StrCat("x has ", x.dim(0), " token rows; the rule is at most 2^24 (the indices' range)"));
+  }
+  if (rows == 0) return;
+  NeuronCore& core = ctx.core;
+  const int64_t tiles = (rows + kP - 1) / kP;
+  const TensorView index = IndexColumns(plan.row_token, tiles);
+  for (int64_t c0 = 0; c0 < tiles; c0 += kIndexColumns) {
+    const int64_t cols = std::min(kIndexColumns, tiles - c0);
+    Tile idx = core.AllocateSbuf("dispatch_index", {kP, cols}, DType::kInt32);
+    dma_copy(idx, index.slice(1, c0, c0 + cols));
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t r0 = (c0 + c) * kP, rb = std::min(kP, rows - r0);
+      Tile blk = core.AllocateSbuf("dispatch_rows", {rb, h}, x.dtype());
+      dma_copy_indirect(blk, IndirectRowsOf(x, idx.slice(0, 0, rb).slice(1, c, c + 1)));
+      dma_copy(x_perm.slice(0, r0, r0 + rb), blk);
+    }
   }
 }
 
@@ -296,6 +354,22 @@ void CombineKernel(const KernelContext& ctx, const DispatchPlan& plan, const Ten
   }
   if (shared != nullptr) Require2D(kOp, "shared", *shared, t, h);
   NeuronCore& core = ctx.core;
+  // slot_row as the router's top-k leaves it in HBM, [T, k] int32; a dropped choice (-1) points
+  // past y_perm's buffer, so the gather skips it (oob skip) and its zeroed row adds nothing.
+  const int64_t past_end =
+      static_cast<int64_t>(y_perm.buffer().size_bytes() / SizeOf(y_perm.dtype())) /
+          std::max<int64_t>(y_perm.strides()[0], 1) + 1;
+  if (past_end > kMaxIndex) {
+    Fail(kOp, StrCat("y_perm's buffer holds ", past_end - 1, " rows; the rule is fewer than 2^24 (the indices' range)"));
+  }
+  const TensorView slots = TensorView::Create({t, k}, DType::kInt32, "combine_slot_row");
+  {
+    std::vector<float> v(plan.slot_row.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>(plan.slot_row[i] < 0 ? past_end : plan.slot_row[i]);
+    }
+    slots.FromFloats(v);
+  }
   for (int64_t t0 = 0; t0 < t; t0 += kP) {
     const int64_t tb = std::min(kP, t - t0);
     Tile acc = core.AllocateSbuf("combine_acc", {tb, h}, DType::kFloat32);
@@ -306,18 +380,19 @@ void CombineKernel(const KernelContext& ctx, const DispatchPlan& plan, const Ten
     } else {
       memset(acc, 0.0f);
     }
+    Tile w = core.AllocateSbuf("weights", {tb, k}, DType::kFloat32);
+    dma_copy(w, weights.slice(0, t0, t0 + tb));
+    Tile idx = core.AllocateSbuf("combine_index", {tb, k}, DType::kInt32);
+    dma_copy(idx, slots.slice(0, t0, t0 + tb));
     for (int64_t j = 0; j < k; ++j) {
       Tile g = core.AllocateSbuf("expert_rows", {tb, h}, y_perm.dtype());
-      Tile w = core.AllocateSbuf("weight", {tb, 1}, DType::kFloat32);
-      dma_copy(w, weights.slice(0, t0, t0 + tb).slice(1, j, j + 1));
       bool any_dropped = false;
       for (int64_t p = 0; p < tb; ++p) any_dropped |= plan.slot_row[(t0 + p) * k + j] < 0;
       if (any_dropped) memset(g, 0.0f);  // a dropped choice adds nothing
-      for (int64_t p = 0; p < tb; ++p) {
-        const int64_t row = plan.slot_row[(t0 + p) * k + j];
-        if (row >= 0) dma_copy(g.slice(0, p, p + 1), y_perm.slice(0, row, row + 1));
-      }
-      scalar_tensor_tensor(acc, g, AluOp::kMultiply, Scalar(w), AluOp::kAdd, acc);
+      IndirectRows rows = IndirectRowsOf(y_perm, idx.slice(1, j, j + 1));
+      rows.skip_out_of_bounds = any_dropped;
+      dma_copy_indirect(g, rows);
+      scalar_tensor_tensor(acc, g, AluOp::kMultiply, Scalar(w.slice(1, j, j + 1)), AluOp::kAdd, acc);
     }
     Tile o = core.AllocateSbuf("combined", {tb, h}, out.dtype());
     tensor_copy(o, acc, Engine::kScalar);

@@ -72,7 +72,10 @@ struct DispatchPlan {
 };
 DispatchPlan PlanDispatch(const Routing& routing, int64_t experts, int64_t capacity);
 
-// x_perm [rows, H] = x[row_token[r]]: one DMA a row (the indirect gather).
+// x_perm [rows, H] = x[row_token[r]], in tiles of 128 permuted rows: an indirect gather of the
+// tile's rows into SBUF (one DMA, partition p reading x's row row_token[r0 + p]) and one
+// contiguous store, the indices of up to 512 tiles loaded by one DMA before them. DMAs:
+// 2 ceil(rows / 128) + ceil(ceil(rows / 128) / 512), whatever the routing.
 void DispatchKernel(const KernelContext& ctx, const DispatchPlan& plan, const TensorView& x,
                     const TensorView& x_perm);
 // y [n, H] = (silu(x Wg) * (x Wu)) Wd for x [n, H] (one expert's rows), wg/wu [H, I], wd [I, H];
@@ -80,7 +83,10 @@ void DispatchKernel(const KernelContext& ctx, const DispatchPlan& plan, const Te
 void ExpertMlpKernel(const KernelContext& ctx, const TensorView& x, const TensorView& wg,
                      const TensorView& wu, const TensorView& wd, const TensorView& y);
 // out [T, H] = sum_j weight(t, j) * y_perm[slot_row[t * k + j]] (+ shared [T, H] when given);
-// weights [T, k] fp32 in HBM (the routing's weights). Accumulates in fp32.
+// weights [T, k] fp32 in HBM (the routing's weights). Accumulates in fp32. Per 128-token tile:
+// the weights [tb, k] and slot rows [tb, k] loaded by one DMA each, one indirect gather of
+// y_perm's rows per choice j (a dropped choice skipped, its row zero), one store (+ the shared
+// load): k + 3 (+ 1) DMAs a tile.
 void CombineKernel(const KernelContext& ctx, const DispatchPlan& plan, const TensorView& weights,
                    const TensorView& y_perm, const TensorView* shared, const TensorView& out);
 

@@ -17,6 +17,7 @@
 #include "kernels/reference/moe_ref.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
+#include "runtime/timeline.h"
 
 namespace nkisim::kernels::moe {
 namespace {
@@ -226,6 +227,71 @@ TEST(MoeLayerTest, SkewSlowsTheExpertsOfOneRankRelation) {
   const LayerResult p = LayerCase(small, 16, Counts(128, packed), -1, false);
   const LayerResult q = LayerCase(small, 16, Counts(128, spread), -1, false);
   EXPECT_GT(q.expert_ns, p.expert_ns);
+}
+
+// DMA instructions (records on the DMA queues' rows) the launch of `kernel` issues.
+template <typename Kernel>
+int64_t DmaCount(LogicalCore& lnc, Kernel kernel) {
+  const auto dmas = [&] {
+    int64_t n = 0;
+    for (const InstructionRecord& r : lnc.core(0).timeline().records()) n += IsDmaQueue(r.engine);
+    return n;
+  };
+  const int64_t before = dmas();
+  lnc.Launch(kernel);
+  return dmas() - before;
+}
+
+// The dispatch and combine move rows in 128-row tiles (indirect gathers), so their DMA count
+// follows the tiles, never the rows: N tokens x k choices = N k rows in ceil(N k / 128) tiles.
+// The row-at-a-time schedule issued one DMA a permuted row (and one per kept choice in the
+// combine): N k of them, which these bounds refuse. The permuted rows are checked bit for bit
+// against a plain gather, the combine against the fp64 weighted sum.
+TEST(MoeDispatchTest, DmaCountBoundedByTilesNotRows) {
+  const int64_t k = kQwen3.top_k, h = kQwen3.h;
+  for (const int64_t tokens : {int64_t{256}, int64_t{300}}) {
+    RouterSkew z;
+    z.kind = RouterSkew::Kind::kZipf;
+    z.zipf_s = 1.2;
+    const Routing routing = SkewedRouting(tokens, kQwen3.experts, k, z, 3);
+    const DispatchPlan plan = PlanDispatch(routing, kQwen3.experts, -1);
+    const int64_t rows = plan.rows(), tiles = (rows + 127) / 128, token_tiles = (tokens + 127) / 128;
+    ASSERT_EQ(rows, tokens * k);
+    Operand x = Random({tokens, h}, 1.0f, 31, "x");
+    TensorView x_perm = TensorView::Create({rows, h}, DType::kBFloat16, "x_perm");
+    LogicalCore lnc(1, Trn2Profile());
+    const int64_t dispatch = DmaCount(lnc, [&](const KernelContext& c) { DispatchKernel(c, plan, x.view, x_perm); });
+    // The bound: a gather and a store a tile, one index load per 512 tiles.
+    EXPECT_LE(dispatch, 2 * tiles + (tiles + 511) / 512) << tokens << " tokens";
+    EXPECT_LT(dispatch, rows / 8) << tokens << " tokens";
+    const std::vector<float> got = x_perm.ToFloats();
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t t = plan.row_token[r];
+      for (int64_t j = 0; j < h; ++j) wrong += got[r * h + j] != x.values[t * h + j];
+    }
+    EXPECT_EQ(wrong, 0) << "permuted elements differing from x[row_token]";
+    // Combine: y_perm = x_perm (any rows will do), out = sum_j w(t, j) y_perm[slot_row(t, j)].
+    TensorView weights = TensorView::Create({tokens, k}, DType::kFloat32, "weights");
+    weights.FromFloats(routing.weight);
+    TensorView out = TensorView::Create({tokens, h}, DType::kBFloat16, "out");
+    const int64_t combine = DmaCount(lnc, [&](const KernelContext& c) {
+      CombineKernel(c, plan, weights, x_perm, nullptr, out);
+    });
+    EXPECT_LE(combine, (k + 3) * token_tiles) << tokens << " tokens";
+    EXPECT_LT(combine, rows / 8) << tokens << " tokens";
+    std::vector<double> gold(static_cast<size_t>(tokens * h), 0.0);
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t r = plan.slot_row[t * k + j];
+        for (int64_t e = 0; e < h; ++e) gold[t * h + e] += routing.weight[t * k + j] * got[r * h + e];
+      }
+    }
+    EXPECT_TRUE(Check(StrCat("combine T=", tokens).c_str(), out.ToFloats(), gold, {1e-2, 1e-2}).pass());
+    std::printf("T=%lld: %lld rows in %lld tiles; dispatch %lld DMAs, combine %lld DMAs\n",
+                static_cast<long long>(tokens), static_cast<long long>(rows), static_cast<long long>(tiles),
+                static_cast<long long>(dispatch), static_cast<long long>(combine));
+  }
 }
 
 TEST(MoeBadInputTest, ErrorsNameFieldValueAndRule) {
