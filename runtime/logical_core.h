@@ -1,7 +1,8 @@
 // A logical NeuronCore: 1 or 2 physical cores sharing one HBM address space (LNC = 1 or 2).
 //
 // Launch() runs a kernel SPMD: one program per physical core (prg_id = core index, n_prgs = LNC),
-// concurrently on the threads of a Boost.Asio thread pool. Inside a kernel the two cores talk
+// concurrently: program 0 on the launching thread, the others on the threads of a Boost.Asio
+// thread pool (LNC - 1 threads). Inside a kernel the two cores talk
 // through SendRecv (tile to peer tile) and Barrier; both join the two cores' simulated clocks
 // (max of the two, plus the link's latency and bytes / bandwidth).
 //

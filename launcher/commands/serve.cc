@@ -49,6 +49,7 @@ struct Options {
   // buckets and scheduler
   std::string cte_buckets, tkg_buckets, batch_buckets;
   int max_model_len = 4096;
+  bool max_model_len_given = false;  // --max-model-len on the command line (else the table's)
   serving::SchedulerConfig sched;
   std::string load_balance = "round_robin";
   // SLOs
@@ -471,6 +472,20 @@ void RunServe(Options& o, bool rate_given) {
     std::stringstream text;
     text << in.rdbuf();
     table = serving::ParseStepCostTable(text.str(), o.load_costs);
+    // The table was built for contexts up to its largest KV bucket (<= the model's
+    // max_position_embeddings then): a longer --max-model-len is refused, not clamped.
+    if (o.max_model_len_given && o.max_model_len > table.kv_buckets.back()) {
+      Raise(ErrorCode::kBadConfig,
+            StrCat("--max-model-len: ", o.max_model_len, ": must be <= the largest token_generation_bucket of --step-costs '",
+                   o.load_costs, "' (", table.kv_buckets.back(), "), the context its plan was built for"));
+    }
+    if (o.max_model_len_given && !o.model.empty()) {
+      const int max_positions = LoadHfConfig(o.model).max_positions;
+      if (max_positions > 0 && o.max_model_len > max_positions) {
+        Raise(ErrorCode::kBadConfig, StrCat("--max-model-len: ", o.max_model_len, ": must be <= the model's ",
+                                            "max_position_embeddings (", max_positions, ")"));
+      }
+    }
     if (o.max_model_len > table.kv_buckets.back()) o.max_model_len = table.kv_buckets.back();
   } else {
     table = PlanTable(o, o.plans.empty() ? "" : o.plans.front());
@@ -629,8 +644,10 @@ void AddServeCommand(CLI::App* cmd, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--prefix-tokens", o->prefix_tokens, "tokens of each shared prefix")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the generators")->capture_default_str();
-  cmd->add_option("--max-model-len", o->max_model_len, "longest prompt + output served (vLLM max_model_len)")
-      ->capture_default_str();
+  auto max_len = cmd->add_option("--max-model-len", o->max_model_len,
+                                 "longest prompt + output served (vLLM max_model_len; with --step-costs at most the "
+                                 "table's largest token_generation_bucket, its default)")
+                      ->capture_default_str();
   cmd->add_option("--context-encoding-buckets", o->cte_buckets,
                   "prefill buckets, ascending (default: powers of two from 128 to --max-model-len)");
   cmd->add_option("--token-generation-buckets", o->tkg_buckets,
@@ -659,7 +676,8 @@ void AddServeCommand(CLI::App* cmd, int* exit_code) {
   cmd->add_option("--save-step-costs", o->save_costs, "write the plan's step-cost table (JSON) here");
   cmd->add_option("--step-costs", o->load_costs, "read the step-cost table from here instead of predicting it");
   AddCommonOptions(cmd, &o->common, kProfileFlag, {});
-  cmd->callback([o, exit_code, rate] {
+  cmd->callback([o, exit_code, rate, max_len] {
+    o->max_model_len_given = max_len->count() > 0;
     RunServe(*o, rate->count() > 0);
     *exit_code = 0;
   });

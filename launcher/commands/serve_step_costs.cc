@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "model/phase_runner.h"
 #include "model/timing_job.h"
 #include "runtime/error.h"
 
@@ -156,7 +157,12 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
   for (int b : batch_buckets) {
     for (int k : kv_buckets) jobs.Add(decode_spec(DecodeRequest(base, b, k)), StrCat("decode at batch ", b, ", KV ", k));
   }
-  jobs.Run(workers, progress);
+  {
+    // The heap is returned once, after the last job (not after each: its pages would fault back
+    // in the next); the peak is the largest job's either way.
+    const InProcessRanks shared_heap;
+    jobs.Run(workers, progress);
+  }
   // Prefill: PredictPrefill's stack of the chunk's layers + the LM head of one row (predict's TTFT).
   for (int s : prefill_buckets) {
     const PredictRequest r = PrefillRequest(base, s);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -238,6 +239,10 @@ TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
       {"--request-rate 1 --max-num-seqs 0", "--max-num-seqs: 0: must be >= 1"},
       {"--request-rate 1 --load-balance random", "--load-balance: 'random': unknown"},
       {"--request-rate 1 --input-len normal:-4,1", "--input-len: 'normal:-4,1'"},
+      // The table holds contexts up to 512 (it was built with --max-model-len 512): longer is refused.
+      {"--request-rate 1 --max-model-len 1024",
+       "--max-model-len: 1024: must be <= the largest token_generation_bucket of --step-costs"},
+      {"--request-rate 1 --model " + model + " --max-model-len 8192", "--max-model-len: 8192: must be <="},
   };
   for (const auto& c : cases) {
     const std::string out = TempPath("bad.json");
@@ -246,6 +251,26 @@ TEST(ServeE2eTest, BadInputsExit14AndWriteNothing) {
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.flags;
     EXPECT_FALSE(std::filesystem::exists(out)) << c.flags;
   }
+  // With the table, --max-model-len within it runs; over the model's context (a table of buckets
+  // up to 8192 claimed for this 4096-token model) it is refused by the model's rule.
+  EXPECT_EQ(Nkisim("serve", "--step-costs " + costs + " --request-rate 1 --num-prompts 2 --input-len 100 "
+                   "--output-len 4 --max-model-len 512", TempPath("ok2.json")).exit_code, 0);
+  {
+    std::ifstream in(costs);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"token_generation_buckets\"");
+    ASSERT_NE(at, std::string::npos);
+    const size_t last = text.find("512", at);
+    ASSERT_NE(last, std::string::npos);
+    text.replace(last, 3, "8192");
+    std::ofstream(TempPath("long_costs.json")) << text;
+  }
+  const Result over_model = Nkisim("serve", "--step-costs " + TempPath("long_costs.json") + " --model " + model +
+                                   " --request-rate 1 --max-model-len 8192", TempPath("om.json"));
+  EXPECT_EQ(over_model.exit_code, 14) << over_model.output;
+  EXPECT_THAT(over_model.output,
+              HasSubstr("--max-model-len: 8192: must be <= the model's max_position_embeddings (4096)"));
+  EXPECT_FALSE(std::filesystem::exists(TempPath("om.json")));
   // A model context the plan cannot hold, a bucket over it: exit 14 before any simulation.
   const Result r = Nkisim("serve", "--model " + model + " --tp 8 --request-rate 1 --max-model-len 8192",
                        TempPath("bad2.json"));
