@@ -88,11 +88,17 @@ def test_sendrecv_outside_lnc2():
 @pytest.mark.parametrize("call", [
     lambda: nisa.topk(None, None, None, 8),
     lambda: nl.prelu(None),
-    lambda: ncc.collective_permute_implicit([], [], None),
+    lambda: nl.average(None),
 ])
 def test_unimplemented_api_names_itself_and_the_version(call):
     with pytest.raises(NotImplementedError, match="NKI 0.6"):
         call()
+
+
+def test_a_replica_group_that_is_not_a_list_of_ranks_is_refused_by_name():
+    for group in (None, 3, [["a"]]):
+        with pytest.raises(nisa.NkiValidationError, match="replica_group: .* must be a ReplicaGroup or a list"):
+            ncc.collective_permute_implicit([], [], group)
 
 
 def test_unimplemented_messages():

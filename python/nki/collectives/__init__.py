@@ -54,7 +54,12 @@ def _abort_on_uncaught_exception():
 def _groups(replica_group):
     groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) \
         else replica_group
-    groups = [[int(r) for r in g] for g in groups]
+    try:
+        groups = [[int(r) for r in g] for g in groups]
+    except (TypeError, ValueError):
+        raise _nkisim.NkiValidationError(
+            f"invalid argument: replica_group: {replica_group!r}: must be a ReplicaGroup or a list "
+            "of lists of integer ranks") from None
     if not groups:
         groups = [list(range(_world()[1]))]
     _world()
