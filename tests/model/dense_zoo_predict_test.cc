@@ -12,6 +12,7 @@
 
 #include "model/hf_config.h"
 #include "model/predict.h"
+#include "tests/testing/predict_request.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {
@@ -25,13 +26,7 @@ std::string ReadModel(const std::string& name) {
 }
 
 PredictRequest Request(const HfModel& m, const std::string& plan, int batch, int input, int output) {
-  PredictRequest r;
-  r.model = m;
-  r.plans = {ParsePlan(plan)};
-  r.batch = batch;
-  r.input_tokens = input;
-  r.output_tokens = output;
-  return r;
+  return nkisim::testing::OnePlanRequest(m, plan, batch, input, output);
 }
 
 double Phase(const std::vector<PhaseTime>& phases, const std::string& name) {

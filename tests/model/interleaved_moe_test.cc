@@ -15,6 +15,7 @@
 #include "model/hf_config.h"
 #include "model/moe_block.h"
 #include "model/predict.h"
+#include "tests/testing/predict_request.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 
@@ -78,12 +79,7 @@ TEST(InterleavedMoeTest, StacksAreDenseCountTimesDensePlusMoeCountTimesMoePlusTh
   all.moe_step = 1;
   all.moe_layers = all.layers;
   all.dense_inter = 0;
-  PredictRequest r;
-  r.plans = {ParsePlan("tp=8")};
-  r.batch = 4;
-  r.input_tokens = 256;
-  r.output_tokens = 4;
-  r.model = inter;
+  PredictRequest r = nkisim::testing::OnePlanRequest(inter, "tp=8", 4, 256, 4);
   const PlanPrediction pi = Predict(r).front();
   r.model = all;
   const PlanPrediction pa = Predict(r).front();

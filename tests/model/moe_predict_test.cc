@@ -18,6 +18,7 @@
 #include "model/hf_config.h"
 #include "model/moe_block.h"
 #include "model/predict.h"
+#include "tests/testing/predict_request.h"
 #include "runtime/error.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
@@ -388,13 +389,7 @@ void Erase(std::string& text, const std::string& from, const std::string& to) {
 }
 
 PlanPrediction PredictOne(const HfModel& m, int batch, int input, int output) {
-  PredictRequest r;
-  r.model = m;
-  r.plans = {ParsePlan("tp=8")};
-  r.batch = batch;
-  r.input_tokens = input;
-  r.output_tokens = output;
-  return Predict(r).front();
+  return Predict(nkisim::testing::OnePlanRequest(m, "tp=8", batch, input, output)).front();
 }
 
 TEST(GptOssPredictTest, ConfigReadsAsAlternatingSlidingLayersWithBiasesAndPaddedH) {

@@ -12,6 +12,7 @@
 
 #include "model/hf_config.h"
 #include "model/predict.h"
+#include "tests/testing/predict_request.h"
 #include "runtime/error.h"
 
 namespace nkisim::launcher {
@@ -29,12 +30,7 @@ HfModel Tiny() {
 }
 
 PredictRequest Request(int input, int output, std::vector<int> cte = {}, std::vector<int> tkg = {}) {
-  PredictRequest r;
-  r.model = Tiny();
-  r.plans = {ParsePlan("tp=8")};
-  r.batch = 2;
-  r.input_tokens = input;
-  r.output_tokens = output;
+  PredictRequest r = nkisim::testing::OnePlanRequest(Tiny(), "tp=8", 2, input, output);
   r.context_encoding_buckets = std::move(cte);
   r.token_generation_buckets = std::move(tkg);
   return r;

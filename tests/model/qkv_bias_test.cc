@@ -18,6 +18,7 @@
 #include "kernels/qkv/qkv_case.h"
 #include "model/hf_config.h"
 #include "model/predict.h"
+#include "tests/testing/predict_request.h"
 #include "runtime/hardware_profile.h"
 #include "runtime/logical_core.h"
 #include "runtime/timeline.h"
@@ -95,12 +96,7 @@ TEST(QkvBiasTest, Qwen25PredictHoldsAndPricesTheBias) {
   EXPECT_EQ(biased.head_dim, 128);
   HfModel plain = biased;
   plain.qkv_bias = false;
-  PredictRequest r;
-  r.plans = {ParsePlan("tp=4")};
-  r.batch = 8;
-  r.input_tokens = 256;
-  r.output_tokens = 4;
-  r.model = biased;
+  PredictRequest r = nkisim::testing::OnePlanRequest(biased, "tp=4", 8, 256, 4);
   const PlanPrediction with = Predict(r).front();
   r.model = plain;
   const PlanPrediction without = Predict(r).front();
