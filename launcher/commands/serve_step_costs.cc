@@ -142,7 +142,6 @@ StepCostTable BuildStepCostTable(const PredictRequest& base, const std::vector<i
   t.prefill_buckets = prefill_buckets;
   t.batch_buckets = batch_buckets;
   t.kv_buckets = kv_buckets;
-  const int L = base.model.layers;
   // The jobs: a prefill bucket's chunk layer (PredictPrefill's), a decode entry's two layers at
   // its KV length (PredictDecode's first sample).
   auto prefill_spec = [&](const PredictRequest& r) {
